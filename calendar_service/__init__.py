@@ -1,0 +1,104 @@
+"""Calendar events REST service whose database is a git repository of plain files.
+
+``create_app()`` builds the Flask application (an app factory: tests and embedding code
+pass their own settings). It opens or creates the content repository, finishes a write a
+killed process may have left half-done, and writes the sample calendar into a new
+repository.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import logging
+import os
+
+from flask import Flask, request
+from werkzeug.exceptions import HTTPException
+
+from .accounts import Accounts
+from .catalog import Catalog
+from .config import Settings
+from .errors import ApiError, no_route
+from .service import CalendarService
+from .store import GitStore
+
+log = logging.getLogger(__name__)
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the app. ``test_config`` holds setting overrides by field name (see ``config.Settings``)."""
+    settings = Settings.from_env(**(test_config or {}))
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False
+
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    open_repository(store, settings)
+    accounts = Accounts(settings.users_file)
+    service = CalendarService(settings, store, Catalog(store), accounts)
+    service.snapshot()  # load now rather than on the first request
+    app.extensions["calendar"] = service
+    atexit.register(store.close)
+
+    from .api import bp, json_response
+    app.register_blueprint(bp)
+
+    @app.errorhandler(ApiError)
+    def api_error(exc: ApiError):
+        return json_response(exc.body(), exc.status)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        if exc.code in (404, 405):
+            error = no_route()
+        elif exc.code == 413:
+            error = ApiError("rest_request_too_large",
+                             f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+        else:
+            error = ApiError(f"rest_http_{exc.code}", exc.description or exc.name, exc.code or 400)
+        return json_response(error.body(), error.status)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception):
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        error = ApiError("rest_internal_error", "The server could not complete the request.", 500)
+        return json_response(error.body(), 500)
+
+    @app.after_request
+    def cors(response):
+        origin = request.headers.get("Origin")
+        allowed = settings.cors_origins
+        if origin and ("*" in allowed or origin in allowed):
+            response.headers["Access-Control-Allow-Origin"] = origin if "*" not in allowed else "*"
+            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-Match, If-None-Match"
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+            response.headers["Access-Control-Expose-Headers"] = "X-TEC-Total, X-TEC-TotalPages, Link, ETag"
+            response.headers["Vary"] = "Origin"
+        return response
+
+    return app
+
+
+def open_repository(store: GitStore, settings: Settings) -> None:
+    """Create the content repository (with the sample calendar) when it does not exist yet.
+
+    Several gunicorn workers may start at once: a lock on the content folder lets one of
+    them create the repository while the others wait.
+    """
+    settings.content_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.content_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        created = not store.exists()
+        store.init()
+        has_content = any((settings.content_dir / name).exists() for name in ("events", "venues", "organizers"))
+        if created and settings.seed_sample and store.head() is None and not has_content:
+            from . import sample
+            sample.seed(store, settings.site_timezone, settings.tz)
+            log.info("created the sample calendar in %s", settings.content_dir)
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    store.recover()

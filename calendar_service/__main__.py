@@ -1,0 +1,86 @@
+"""Command line: ``python -m calendar_service COMMAND``.
+
+Commands:
+  user add NAME --role ROLE [--email E] [--name N] [--password P]
+  user list | user remove NAME | user passwd NAME [--password P]
+  user token NAME [--label L] | user revoke NAME TOKEN_ID
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .accounts import ROLES, AccountError, Accounts
+from .config import Settings
+
+
+def _accounts() -> Accounts:
+    return Accounts(Settings.from_env().users_file)
+
+
+def cmd_user(options) -> int:
+    accounts = _accounts()
+    action = options.action
+    if action == "add":
+        user, password = accounts.add(options.login, options.role, email=options.email, name=options.name,
+                                      password=options.password)
+        print(f"created {user.role} {user.login} (id {user.id}, {user.email})")
+        if not options.password:
+            print(f"application password: {password}")
+            print("It is shown once; only its hash is stored.")
+    elif action == "list":
+        for user in accounts.users():
+            print(f"{user.id}\t{user.login}\t{user.role}\t{user.email}\t{len(user.passwords)} password(s)")
+    elif action == "remove":
+        accounts.remove(options.login)
+        print(f"removed {options.login}")
+    elif action == "passwd":
+        password = accounts.set_password(options.login, options.password)
+        print("password replaced" if options.password else f"new application password: {password}")
+    elif action == "token":
+        token_id, password = accounts.add_token(options.login, options.label)
+        print(f"application password {token_id}: {password}")
+    elif action == "revoke":
+        accounts.revoke_token(options.login, options.token_id)
+        print(f"revoked {options.token_id}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    user = commands.add_parser("user", help="manage accounts (users file: CALENDAR_USERS_FILE)")
+    actions = user.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="create an account")
+    add.add_argument("login")
+    add.add_argument("--role", required=True, choices=ROLES)
+    add.add_argument("--email")
+    add.add_argument("--name", help="display name, used as the commit author name")
+    add.add_argument("--password", help="default: generate one and print it")
+    actions.add_parser("list", help="list accounts")
+    remove = actions.add_parser("remove", help="delete an account")
+    remove.add_argument("login")
+    passwd = actions.add_parser("passwd", help="replace all of an account's passwords by one")
+    passwd.add_argument("login")
+    passwd.add_argument("--password")
+    token = actions.add_parser("token", help="issue one more application password")
+    token.add_argument("login")
+    token.add_argument("--label", default="token")
+    revoke = actions.add_parser("revoke", help="revoke one application password")
+    revoke.add_argument("login")
+    revoke.add_argument("token_id")
+    user.set_defaults(func=cmd_user)
+    return parser
+
+
+def main(argv=None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        return options.func(options)
+    except (AccountError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

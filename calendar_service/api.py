@@ -1,0 +1,483 @@
+"""HTTP: the blueprint, request processing in WordPress' order, and the handlers.
+
+For each request: match the route (404 ``rest_no_route``), gather parameters, inject
+defaults, check required ones (400 ``rest_missing_callback_param``), run each present
+argument's check (400 ``rest_invalid_param``), check permission (401/403
+``rest_forbidden``), then call the handler. Handlers turn parameters into service calls
+and records into JSON; they never touch files or git.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from urllib.parse import urlencode
+
+from dateutil.relativedelta import relativedelta
+from flask import Blueprint, Response, current_app, g, request
+
+from . import dates, docs, errors, permissions, queries
+from .accounts import User
+from .errors import ApiError
+from .params import CheckContext, CHECKS, Invalid, coerce, depth, php_nested
+from .presenters import Presenter, Urls
+from .records import Record
+from .resources import EVENTS, NO_DEFAULT, ORGANIZERS, VENUES, Resource
+from .routes import NAMESPACE, Endpoint, Route, match
+from .service import CalendarService
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("calendar", __name__)
+PREFIX = "/" + NAMESPACE
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+MAX_JSON_DEPTH = 32
+
+
+@dataclass
+class Call:
+    """One request on its way through the pipeline."""
+
+    route: Route
+    endpoint: Endpoint
+    service: CalendarService
+    user: User | None
+    args: dict
+    present: set
+    urls: Urls
+    snapshot: object
+    record: Record | None = None
+    headers: dict = field(default_factory=dict)
+
+    @property
+    def resource(self) -> Resource:
+        return self.route.resource
+
+    def presenter(self, snapshot=None) -> Presenter:
+        return Presenter(snapshot or self.service.snapshot(), self.urls, self.service.site_tz)
+
+
+def service() -> CalendarService:
+    return current_app.extensions["calendar"]
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+
+@bp.route(PREFIX, defaults={"rest": ""}, methods=ALL_METHODS, strict_slashes=False)
+@bp.route(PREFIX + "/<path:rest>", methods=ALL_METHODS)
+def dispatch(rest: str):
+    svc = service()
+    path = "/" + rest.strip("/") if rest.strip("/") else ""
+    method = "GET" if request.method == "HEAD" else request.method
+    found = match(path)
+    if found is None:
+        raise errors.no_route()
+    route, path_values = found
+    if method == "OPTIONS":
+        return Response(status=204, headers={"Allow": ", ".join(route.methods)})
+    endpoint = route.endpoint_for(method)
+    if endpoint is None:
+        raise errors.no_route()
+    user = authenticate(svc)
+    snapshot = svc.snapshot()
+    raw = gather(path_values)
+    args, present = validate(endpoint, raw, CheckContext(snapshot, user, svc.accounts, svc.site_tz), svc)
+    base = request.host_url.rstrip("/")
+    urls = Urls(rest_base=base + PREFIX, site=svc.settings.site_url or base)
+    call = Call(route, endpoint, svc, user, args, present, urls, snapshot)
+    call.record = resolve_record(call)
+    authorize(call)
+    body, status = HANDLERS[endpoint.handler](call)
+    response = json_response(body, status)
+    response.headers["Allow"] = ", ".join(route.methods)
+    for key, value in call.headers.items():
+        response.headers[key] = value
+    return response
+
+
+def json_response(body, status: int = 200) -> Response:
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), status=status,
+                    mimetype="application/json", headers={"Content-Type": "application/json; charset=UTF-8"})
+
+
+def authenticate(svc: CalendarService) -> User | None:
+    """The signed-in user, None when anonymous; wrong credentials are a 401, never silently anonymous."""
+    header = request.headers.get("Authorization")
+    if not header:
+        return None
+    user = svc.accounts.authenticate_header(header)
+    if user is None:
+        raise ApiError("incorrect_password", "The user name or application password is not correct.", 401)
+    return user
+
+
+def gather(path_values: dict) -> dict:
+    """Every parameter of the request, body over query string, path over everything."""
+    try:
+        params = php_nested(request.args.items(multi=True))
+    except Invalid as exc:
+        raise ApiError("rest_invalid_param", exc.reason, 400) from None
+    if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+        mimetype = request.mimetype or ""
+        if mimetype == "application/json" or mimetype.endswith("+json"):
+            data = request.get_data(cache=True)
+            if data.strip():
+                try:
+                    body = json.loads(data)
+                except (ValueError, UnicodeDecodeError) as exc:
+                    raise ApiError("rest_invalid_json", f"Invalid JSON body passed: {exc}".split(": line")[0], 400) from None
+                if not isinstance(body, dict):
+                    raise ApiError("rest_invalid_json", "The JSON body must be an object.", 400)
+                if depth(body, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH:
+                    raise ApiError("rest_invalid_json", "The JSON body is nested too deeply.", 400)
+                params.update(body)
+        elif mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            try:
+                params.update(php_nested(request.form.items(multi=True)))
+            except Invalid as exc:
+                raise ApiError("rest_invalid_param", exc.reason, 400) from None
+    params.update(path_values)
+    return params
+
+
+def validate(endpoint: Endpoint, raw: dict, ctx: CheckContext, svc: CalendarService) -> tuple[dict, set]:
+    """Defaults, required arguments, then each argument's check, as WordPress runs them."""
+    present = {a.name for a in endpoint.args if raw.get(a.name) is not None}
+    values = {}
+    for arg in endpoint.args:
+        if raw.get(arg.name) is not None:
+            values[arg.name] = raw[arg.name]
+        elif arg.name == "per_page" and "per_page" not in raw:
+            values["per_page"] = svc.settings.per_page_default
+        elif arg.default is not NO_DEFAULT and arg.default is not None:
+            values[arg.name] = arg.default
+    missing = [a.name for a in endpoint.args if a.required and a.name not in values]
+    if missing:
+        raise errors.missing_params(missing)
+    reasons, details = {}, {}
+    clean = {}
+    for arg in endpoint.args:
+        if arg.name not in values:
+            continue
+        try:
+            if arg.check:
+                clean[arg.name] = CHECKS[arg.check](values[arg.name], ctx, arg)
+            else:
+                clean[arg.name] = coerce(arg, values[arg.name])
+        except Invalid as exc:
+            reasons[arg.name] = exc.reason
+            if exc.detail:
+                details[arg.name] = exc.detail
+    if reasons:
+        raise errors.invalid_params(reasons, details)
+    return clean, present
+
+
+def resolve_record(call: Call) -> Record | None:
+    """The record a single-item route addresses, when it exists (checks resolved most already)."""
+    args = call.args
+    if call.resource is None:
+        return None
+    for key in ("id", "slug"):
+        value = args.get(key)
+        if isinstance(value, Record):
+            return value
+    if call.resource is EVENTS and isinstance(args.get("id"), int):
+        return call.snapshot.ids["posts"].get(args["id"])
+    return None
+
+
+def authorize(call: Call) -> None:
+    rule = call.endpoint.permission
+    user, record, resource = call.user, call.record, call.resource
+    if rule == "public":
+        return
+    if rule == "create":
+        allowed = permissions.can_create(user, resource)
+    elif record is None or record.resource is not resource:
+        # unknown ids fall back to the general capability so the handler can answer 404
+        allowed = user is not None and user.can("edit_posts" if rule == "edit" else "delete_posts")
+    elif rule == "edit":
+        allowed = permissions.can_edit(user, record)
+    else:
+        allowed = permissions.can_delete(user, record)
+    if not allowed:
+        raise errors.forbidden(user is not None)
+
+
+# ----------------------------------------------------------------------------- handlers
+
+
+def handle_index(call: Call):
+    return docs.namespace_index(call.urls), 200
+
+
+def handle_doc(call: Call):
+    return docs.openapi(call.urls), 200
+
+
+def _event_record(call: Call) -> Record:
+    """The event an id route names: 404 when no record has the id, 400 when it is not an event."""
+    record = call.record
+    if record is None:
+        raise errors.plugin_error("rest-event-not-found", id=call.args.get("id"))
+    if record.resource is not EVENTS:
+        raise errors.plugin_error("rest-invalid-event-id", id=record.id)
+    return record
+
+
+def _target(call: Call) -> Record:
+    if call.resource is EVENTS:
+        return _event_record(call)
+    return call.record
+
+
+def handle_single(call: Call):
+    record = _target(call)
+    call.service.check_readable(record, call.user)
+    if record.resource is EVENTS:
+        _check_event_password(call, record)
+    return call.presenter().present(record, single=True), 200
+
+
+def _check_event_password(call: Call, record: Record) -> None:
+    import hmac
+    secret = record.data.get("password")
+    if not secret or permissions.can_edit(call.user, record):
+        return
+    given = call.args.get("password")
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), str(secret).encode()):
+        raise errors.plugin_error("event-password-protected")
+
+
+def handle_create(call: Call):
+    record, status = call.service.create(call.resource, call.args, call.user)
+    return call.presenter().present(record), status
+
+
+def handle_update(call: Call):
+    record = _target(call)
+    updated = call.service.update(record, call.args, call.user)
+    return call.presenter().present(updated), 200
+
+
+def handle_delete(call: Call):
+    record = _target(call)
+    if record.resource.kind == "term":
+        before = call.presenter().present(record)
+        call.service.delete(record, call.user)
+        return before, 200
+    deleted = call.service.delete(record, call.user)
+    return call.presenter().present(deleted), 200
+
+
+def handle_archive(call: Call):
+    if call.resource is EVENTS:
+        return _events_archive(call)
+    if call.resource in (VENUES, ORGANIZERS):
+        return _linked_archive(call)
+    return _terms_archive(call)
+
+
+def _per_page(call: Call) -> int:
+    return min(call.args["per_page"], call.service.settings.per_page_max)
+
+
+def _links(call: Call, echo: list[tuple[str, object]], page: int, has_next: bool, has_prev: bool,
+           resource: Resource) -> dict:
+    base = call.urls.rest(resource.name) + "/"
+
+    def url(params, page_no=None):
+        pairs = [(k, v) for k, v in params if k != "page"]
+        if page_no is not None:
+            pairs = [("page", page_no)] + pairs if params and params[0][0] == "page" else pairs + [("page", page_no)]
+        query = urlencode([(k, _echo_value(v)) for k, v in pairs])
+        return base + ("?" + query if query else "")
+
+    links = {"rest_url": url(echo, page if any(k == "page" for k, _ in echo) else None)}
+    if has_next:
+        links["next_rest_url"] = url(echo, page + 1)
+    if has_prev:
+        links["previous_rest_url"] = url(echo, page - 1 if page - 1 > 1 else None)
+    link_header = []
+    if has_next:
+        link_header.append(f'<{links["next_rest_url"]}>; rel="next"')
+    if has_prev:
+        link_header.append(f'<{links["previous_rest_url"]}>; rel="prev"')
+    if link_header:
+        call.headers["Link"] = ", ".join(link_header)
+    return links
+
+
+def _echo_value(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple, set)):
+        return ",".join(str(v) for v in (sorted(value) if isinstance(value, set) else value))
+    return str(value)
+
+
+def _totals(call: Call, page: queries.Page) -> None:
+    call.headers["X-TEC-Total"] = str(page.total)
+    call.headers["X-TEC-TotalPages"] = str(page.total_pages)
+
+
+def _statuses(call: Call) -> tuple[str, ...]:
+    if "status" in call.args:
+        return call.args["status"]
+    return permissions.VISIBLE_TO_EDITORS if permissions.sees_all_statuses(call.user) else ("publish",)
+
+
+def _events_archive(call: Call):
+    args, present = call.args, call.present
+    tz = call.service.site_tz
+    strict = args.get("strict_dates", False)
+    now = datetime.now(timezone.utc).astimezone(tz)
+    query = queries.EventQuery(page=args["page"], per_page=_per_page(call), statuses=_statuses(call))
+    echo: list[tuple[str, object]] = [("page", query.page), ("per_page", query.per_page)]
+    relative_keys = ("starts_before", "starts_after", "ends_before", "ends_after")
+    relative = any(k in present for k in relative_keys)
+    bounds: dict[str, datetime] = {}
+    if "include" not in present:
+        # the default window: from yesterday (whole day) to 24 months ahead (whole day)
+        raw_dates = {}
+        if "start_date" in present:
+            raw_dates["start_date"] = dates.parse(args["start_date"], tz)
+        elif not relative:
+            raw_dates["start_date"] = (now - timedelta(days=1)).replace(hour=23, minute=59, second=0, microsecond=0)
+        if "end_date" in present:
+            raw_dates["end_date"] = dates.parse(args["end_date"], tz)
+        elif not relative:
+            raw_dates["end_date"] = (now + relativedelta(months=24)).replace(microsecond=0)
+        for key in relative_keys:
+            if key in present:
+                raw_dates[key] = dates.parse(args[key], tz)
+        for key, moment in raw_dates.items():
+            moment = moment.astimezone(tz)
+            if not strict:
+                moment = dates.start_of_day(moment) if key == "start_date" else dates.end_of_day(moment)
+            bounds[key] = moment
+    for key in ("start_date", "end_date"):
+        if key in bounds:
+            echo.append((key, dates.fmt(bounds[key])))
+    query.start = bounds["start_date"].astimezone(timezone.utc) if "start_date" in bounds else None
+    query.end = bounds["end_date"].astimezone(timezone.utc) if "end_date" in bounds else None
+    for key in relative_keys:
+        if key in bounds:
+            setattr(query, key, bounds[key].astimezone(timezone.utc))
+    if "search" in args:
+        query.search = args["search"]
+        echo.append(("search", args["search"]))
+    if "geoloc" in args:
+        query.geoloc = args["geoloc"]
+        echo.append(("geoloc", args["geoloc"]))
+    if ("geoloc_lat" in args) != ("geoloc_lng" in args):
+        missing = "geoloc_lng" if "geoloc_lat" in args else "geoloc_lat"
+        raise errors.invalid_param(missing, "geoloc_lat and geoloc_lng must be given together.")
+    if "geoloc_lat" in args:
+        query.near = (args["geoloc_lat"], args["geoloc_lng"])
+        echo += [("geoloc_lat", args["geoloc_lat"]), ("geoloc_lng", args["geoloc_lng"])]
+    echo.append(("status", ",".join(query.statuses)))
+    if "post_parent" in args:
+        query.post_parent = args["post_parent"]
+        echo.append(("post_parent", args["post_parent"]))
+    if "include" in args:
+        query.include = args["include"]
+        echo.append(("include", args["include"]))
+    for key in relative_keys:
+        if key in bounds:
+            echo.append((key, dates.fmt(bounds[key])))
+    if "ticketed" in args:
+        query.ticketed = args["ticketed"]
+        echo.append(("ticketed", args["ticketed"]))
+    for key, attr in (("venue", "venues"), ("organizer", "organizers")):
+        if key in args:
+            setattr(query, attr, args[key])
+            echo.append((key, args[key]))
+    if "featured" in args:
+        query.featured = args["featured"]
+        echo.append(("featured", args["featured"]))
+    # the original drops these from its links, so following next_rest_url loses them; we keep them
+    for key in ("categories", "tags"):
+        if key in args:
+            setattr(query, key, args[key])
+            echo.append((key, args[key]))
+    if "strict_dates" in present:
+        echo.append(("strict_dates", strict))
+    result = call.service.list_events(query, call.user)
+    return _post_list(call, EVENTS, result, echo, "event")
+
+
+def _post_list(call: Call, resource: Resource, result: queries.Page, echo, singular: str):
+    if result.page > 1 and not result.items:
+        raise errors.plugin_error(f"{singular}-archive-page-not-found")
+    has_next = result.page * result.per_page < result.total
+    has_prev = result.page > 1 and result.total > 0
+    presenter = call.presenter()
+    body = {resource.name: [presenter.present(r) for r in result.items]}
+    body.update(_links(call, echo, result.page, has_next, has_prev, resource))
+    body["total"] = result.total
+    body["total_pages"] = result.total_pages
+    _totals(call, result)
+    return body, 200
+
+
+def _linked_archive(call: Call):
+    args = call.args
+    query = queries.LinkedQuery(page=args["page"], per_page=_per_page(call), statuses=_statuses(call))
+    echo: list[tuple[str, object]] = [("page", query.page), ("per_page", query.per_page)]
+    if "search" in args:
+        query.search = args["search"]
+        echo.append(("search", args["search"]))
+    if "event" in args:
+        query.event = args["event"]
+        echo.append(("event", args["event"]))
+    if "has_events" in args:
+        query.has_events = args["has_events"]
+        echo.append(("has_events", args["has_events"]))
+    if args.get("only_with_upcoming"):
+        query.only_with_upcoming = True
+        echo.append(("only_with_upcoming", True))
+    echo.append(("status", ",".join(query.statuses)))
+    result = call.service.list_linked(call.resource, query, call.user)
+    return _post_list(call, call.resource, result, echo, call.resource.singular)
+
+
+def _terms_archive(call: Call):
+    args = call.args
+    presenter = call.presenter()
+    query = queries.TermQuery(page=args["page"], per_page=_per_page(call))
+    echo: list[tuple[str, object]] = []
+    for key in ("search", "include", "exclude", "order", "orderby", "parent", "slug"):
+        if key in args:
+            setattr(query, key, args[key])
+    if "hide_empty" in call.present:
+        query.hide_empty = args["hide_empty"]
+    if "post" in args:
+        query.post = args["post"]
+    if "event" in args:
+        query.post = args["event"]  # `event` wins over `post`, as in the original
+    for key in ("per_page", "search", "include", "exclude", "order", "orderby", "hide_empty", "parent", "post",
+                "event", "slug"):
+        if key in call.present:
+            echo.append((key, args[key]))
+    result = call.service.list_terms(call.resource, query, presenter.term_count)
+    links = _links(call, echo, result.page, result.page < result.total_pages, result.page > 1, call.resource)
+    body = {"rest_url": links.pop("rest_url"), "total": result.total, "total_pages": result.total_pages,
+            call.resource.name: [presenter.term(r) for r in result.items]}
+    body.update(links)
+    _totals(call, result)
+    return body, 200
+
+
+HANDLERS = {
+    "index": handle_index,
+    "doc": handle_doc,
+    "archive": handle_archive,
+    "create": handle_create,
+    "single": handle_single,
+    "update": handle_update,
+    "delete": handle_delete,
+}

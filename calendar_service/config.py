@@ -1,0 +1,107 @@
+"""Settings of the service, read from the environment once and then passed around.
+
+Every setting has an environment variable (documented in the README) and a key that
+tests and embedding code may pass to ``create_app`` directly.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service needs to know about its surroundings.
+
+    Paths are absolute once ``resolved()`` has run. ``site_timezone`` is an IANA name.
+    """
+
+    content_dir: Path = Path("content")
+    index_dir: Path = Path("index")
+    users_file: Path = Path("users.yaml")
+    branch: str = "main"
+    site_timezone: str = "UTC"
+    site_url: str = ""                 # public home of the calendar site; default: the request's host
+    per_page_default: int = 10
+    per_page_max: int = 50
+    max_body_bytes: int = 4 * 1024 * 1024
+    seed_sample: bool = True           # create the sample calendar when the content repo is new
+    committer_name: str = "Calendar Service"
+    committer_email: str = "calendar-service@localhost"
+    cors_origins: tuple[str, ...] = ()
+
+    # environment variable -> (field name, converter)
+    ENV = {
+        "CALENDAR_CONTENT_DIR": ("content_dir", Path),
+        "CALENDAR_INDEX_DIR": ("index_dir", Path),
+        "CALENDAR_USERS_FILE": ("users_file", Path),
+        "CALENDAR_BRANCH": ("branch", str),
+        "CALENDAR_TIMEZONE": ("site_timezone", str),
+        "CALENDAR_SITE_URL": ("site_url", str),
+        "CALENDAR_PER_PAGE": ("per_page_default", int),
+        "CALENDAR_MAX_PER_PAGE": ("per_page_max", int),
+        "CALENDAR_MAX_BODY_BYTES": ("max_body_bytes", int),
+        "CALENDAR_SEED_SAMPLE": ("seed_sample", _bool),
+        "CALENDAR_COMMITTER_NAME": ("committer_name", str),
+        "CALENDAR_COMMITTER_EMAIL": ("committer_email", str),
+        "CALENDAR_CORS_ORIGINS": ("cors_origins", _list),
+    }
+
+    @classmethod
+    def from_env(cls, environ: dict | None = None, **overrides) -> "Settings":
+        """Build settings from environment variables, then apply ``overrides`` (field names).
+
+        Raises ValueError naming the variable when a value cannot be converted.
+        """
+        environ = os.environ if environ is None else environ
+        values = {}
+        for var, (name, convert) in cls.ENV.items():
+            raw = environ.get(var)
+            if raw is None or raw == "":
+                continue
+            try:
+                values[name] = convert(raw)
+            except ValueError as exc:
+                raise ValueError(f"{var}: cannot use {raw!r}: {exc}") from None
+        known = {f.name for f in fields(cls)}
+        for name, value in overrides.items():
+            if name not in known:
+                raise ValueError(f"unknown setting {name!r}")
+            if name.endswith("_dir") or name.endswith("_file"):
+                value = Path(value)
+            values[name] = value
+        return cls(**values).resolved()
+
+    def resolved(self) -> "Settings":
+        """Return a copy with absolute paths, after checking the values that can be wrong."""
+        try:
+            ZoneInfo(self.site_timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"CALENDAR_TIMEZONE: unknown time zone {self.site_timezone!r}") from None
+        if self.per_page_default < 1 or self.per_page_max < 1:
+            raise ValueError("per-page settings must be positive")
+        content = self.content_dir.expanduser().resolve()
+        users = self.users_file.expanduser().resolve()
+        if users == content or content in users.parents:
+            raise ValueError("CALENDAR_USERS_FILE must not be inside the content repository")
+        return replace(
+            self,
+            content_dir=content,
+            index_dir=self.index_dir.expanduser().resolve(),
+            users_file=users,
+            site_url=self.site_url.rstrip("/"),
+        )
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.site_timezone)

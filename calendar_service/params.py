@@ -1,0 +1,498 @@
+"""Request parameters: gathering them as WordPress does, and checking each one.
+
+Parameters come from the JSON body, the form body, the query string and the path (the path
+wins: a body cannot redirect a write to another record). Bracketed names
+(``venue[venue]=X``, ``organizer[0][organizer]=A``, ``status[]=draft``) build nested
+values as PHP does. Each argument's ``check`` (see ``resources.Arg``) validates and
+sanitizes it; a failing check makes a 400 ``rest_invalid_param`` naming every bad
+parameter, before any permission check.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import timezone
+from urllib.parse import urlsplit
+
+from . import dates
+from .accounts import User
+from .catalog import Snapshot
+from .resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
+from .service import LinkedValueError, parse_linked, parse_term_list
+
+MAX_DEPTH = 8
+MAX_LIST = 1000
+
+
+class Invalid(Exception):
+    """A parameter value that its check refused; ``reason`` is shown to the client."""
+
+    def __init__(self, reason: str = "Invalid parameter.", detail: dict | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class CheckContext:
+    snapshot: Snapshot
+    user: User | None
+    accounts: object
+    site_tz: object
+
+
+# ----------------------------------------------------------------------------- gathering
+
+
+def php_nested(pairs) -> dict:
+    """Build nested values from ``name[key][]=value`` pairs as PHP does.
+
+    Raises Invalid when nesting is deeper than MAX_DEPTH.
+    """
+    out: dict = {}
+    for name, value in pairs:
+        match = re.match(r"^([^\[\]]+)((?:\[[^\[\]]*\])*)$", name)
+        if not match:
+            out[name] = value
+            continue
+        base, rest = match.groups()
+        keys = re.findall(r"\[([^\[\]]*)\]", rest)
+        if len(keys) > MAX_DEPTH:
+            raise Invalid("Parameters are nested too deeply.")
+        if not keys:
+            out[base] = value
+            continue
+        node = out
+        path = [base] + keys
+        for i, key in enumerate(path[:-1]):
+            nxt_key = path[i + 1]
+            container = node.get(key) if isinstance(node, dict) else None
+            if not isinstance(container, (dict, list)):
+                container = [] if nxt_key == "" else {}
+                _assign(node, key, container)
+            node = container
+        _assign(node, path[-1], value)
+    return {k: _listify(v) for k, v in out.items()}
+
+
+def _assign(node, key, value) -> None:
+    if isinstance(node, list):
+        if key == "":
+            node.append(value)
+        else:
+            node.append(value)
+    else:
+        if key == "":
+            key = str(len(node))
+        node[key] = value
+
+
+def _listify(value):
+    """PHP arrays with keys 0..n-1 become lists."""
+    if isinstance(value, dict):
+        value = {k: _listify(v) for k, v in value.items()}
+        if value and all(k.isdigit() for k in value) and sorted(int(k) for k in value) == list(range(len(value))):
+            return [value[str(i)] for i in range(len(value))]
+        return value
+    if isinstance(value, list):
+        return [_listify(v) for v in value]
+    return value
+
+
+def depth(value, limit: int = 32) -> int:
+    """Nesting depth of a JSON value, stopping at ``limit``."""
+    if limit <= 0:
+        return 0
+    if isinstance(value, dict):
+        return 1 + max((depth(v, limit - 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((depth(v, limit - 1) for v in value), default=0)
+    return 0
+
+
+def as_list(value) -> list:
+    """A CSV string or an array as a list of stripped items."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            if isinstance(item, str) and "," in item:
+                items.extend(as_list(item))
+            else:
+                items.append(item.strip() if isinstance(item, str) else item)
+        if len(items) > MAX_LIST:
+            raise Invalid("Too many values.")
+        return [i for i in items if i != ""]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+        if len(items) > MAX_LIST:
+            raise Invalid("Too many values.")
+        return [v for v in items if v]
+    raise Invalid()
+
+
+# ----------------------------------------------------------------------------- type coercion
+
+TRUE = {"true", "1", "yes", "on"}
+FALSE = {"false", "0", "no", "off", ""}
+
+
+def to_bool(value, name: str) -> bool:
+    """WordPress' boolean type: true/false, "true"/"false", "1"/"0", 1/0."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    message = f"{name} is not of type boolean."
+    raise Invalid(message, {"code": "rest_invalid_type", "message": message, "data": {"param": name}})
+
+
+def to_int(value, name: str) -> int:
+    if isinstance(value, bool):
+        raise Invalid(f"{name} is not of type integer.")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,18}\s*", value):
+        return int(value)
+    raise Invalid(f"{name} is not of type integer.", {"code": "rest_invalid_type", "message": f"{name} is not of type integer.", "data": {"param": name}})
+
+
+def to_str(value, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise Invalid(f"{name} is not of type string.", {"code": "rest_invalid_type", "message": f"{name} is not of type string.", "data": {"param": name}})
+
+
+def coerce(arg: Arg, value):
+    """Type-check an argument that has a declared type but no check of its own."""
+    if arg.type == "boolean":
+        return to_bool(value, arg.name)
+    if arg.type == "integer":
+        return to_int(value, arg.name)
+    if arg.type == "string":
+        return to_str(value, arg.name)
+    return value
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _positive_int(value, ctx, arg):
+    if isinstance(value, bool):
+        raise Invalid()
+    text = str(value).strip()
+    if not re.fullmatch(r"\d{1,9}", text) or int(text) < 1:
+        raise Invalid()
+    return int(text)
+
+
+def _date(value, ctx, arg):
+    if isinstance(value, (dict, list, bool)):
+        raise Invalid()
+    try:
+        dates.parse(value, ctx.site_tz)
+    except dates.DateParseError:
+        raise Invalid() from None
+    return value
+
+
+def _strict_dates(value, ctx, arg):
+    text = str(value).strip() if not isinstance(value, bool) else ("1" if value else "0")
+    if text in ("", "0"):
+        raise Invalid()
+    return text.lower() in TRUE
+
+
+def _nonempty(value, ctx, arg):
+    # PHP's empty(): "" and "0" count as missing
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise Invalid()
+    text = str(value)
+    if text.strip() in ("", "0"):
+        raise Invalid()
+    if "\x00" in text:
+        raise Invalid("NUL bytes are not allowed.")
+    return text
+
+
+def _string_or_empty(value, ctx, arg):
+    if value is None:
+        return None
+    text = to_str(value, arg.name)
+    if "\x00" in text:
+        raise Invalid("NUL bytes are not allowed.")
+    return text
+
+
+def _term_filter(resource):
+    def check(value, ctx, arg):
+        ids = set()
+        for item in as_list(value):
+            record = ctx.snapshot.resolve(resource, item if not isinstance(item, str) or not item.isdigit() else int(item))
+            if record is None or isinstance(item, (float, dict, list, bool)):
+                raise Invalid()
+            ids.add(record.id)
+        return ids
+    return check
+
+
+def _term_id_list(resource):
+    def check(value, ctx, arg):
+        ids = []
+        for item in as_list(value):
+            record = ctx.snapshot.resolve(resource, item if not isinstance(item, str) or not item.isdigit() else int(item))
+            if record is None or isinstance(item, (float, dict, list, bool)):
+                raise Invalid()
+            ids.append(record.id)
+        return ids
+    return check
+
+
+def _post_filter(resource):
+    def check(value, ctx, arg):
+        ids = set()
+        for item in as_list(value):
+            text = str(item).strip()
+            if isinstance(item, (bool, dict, list)) or not text.isdigit() or ctx.snapshot.get(resource, int(text)) is None:
+                raise Invalid()
+            ids.add(int(text))
+        return ids
+    return check
+
+
+def _status_filter(value, ctx, arg):
+    from . import permissions
+    statuses = tuple(str(s).strip() for s in as_list(value))
+    if not statuses:
+        raise Invalid()
+    if not permissions.sees_all_statuses(ctx.user):
+        if statuses != ("publish",):
+            raise Invalid()
+        return statuses
+    known = POST_STATUSES + OTHER_REGISTERED_STATUSES
+    if any(s not in known for s in statuses):
+        raise Invalid()
+    return statuses
+
+
+def _latitude(value, ctx, arg):
+    return _float_in(value, 90)
+
+
+def _longitude(value, ctx, arg):
+    return _float_in(value, 180)
+
+
+def _float_in(value, bound):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise Invalid() from None
+    if isinstance(value, bool) or not math.isfinite(number) or abs(number) > bound:
+        raise Invalid()
+    return number
+
+
+def _positive_int_list(value, ctx, arg):
+    items = as_list(value)
+    out = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, bool) or not re.fullmatch(r"\d{1,12}", text) or int(text) < 1:
+            raise Invalid()
+        out.append(int(text))
+    if not out:
+        raise Invalid()
+    return out
+
+
+def _event_id(value, ctx, arg):
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or ctx.snapshot.get(EVENTS, int(text)) is None:
+        raise Invalid()
+    return int(text)
+
+
+def _boolean_like(value, ctx, arg):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE:
+        return True
+    if text in FALSE:
+        return False
+    raise Invalid()
+
+
+def _user_id(value, ctx, arg):
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or ctx.accounts.by_id(int(text)) is None:
+        raise Invalid()
+    return int(text)
+
+
+def _post_status(value, ctx, arg):
+    text = str(value).strip()
+    if text not in POST_STATUSES or text == "trash":
+        raise Invalid()
+    return text
+
+
+def _timezone(value, ctx, arg):
+    text = to_str(value, arg.name).strip()
+    if text and not dates.is_valid_timezone(text):
+        raise Invalid()
+    return text
+
+
+def _url(value) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and not re.search(r"\s", value)
+
+
+def _url_or_empty(value, ctx, arg):
+    text = to_str(value, arg.name).strip()
+    if text and not _url(text):
+        raise Invalid()
+    return text
+
+
+def _image(value, ctx, arg):
+    # There is no media library behind this service: an image is an absolute URL.
+    text = to_str(value, arg.name).strip()
+    if text and not _url(text):
+        raise Invalid()
+    return text
+
+
+def _cost(value, ctx, arg):
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return [str(v) for v in value]
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise Invalid()
+
+
+def _term_list(value, ctx, arg):
+    try:
+        return parse_term_list(value)
+    except ValueError:
+        raise Invalid() from None
+
+
+def _linked(resource):
+    def check(value, ctx, arg):
+        try:
+            parse_linked(value, resource, ctx.snapshot)
+        except LinkedValueError as exc:
+            raise Invalid(str(exc)) from None
+        return value
+    return check
+
+
+def _order(value, ctx, arg):
+    text = str(value).strip().lower()
+    if text not in ("asc", "desc"):
+        raise Invalid()
+    return text
+
+
+ORDERBY = ("id", "name", "slug", "count", "description", "term_group", "include", "include_slugs")
+
+
+def _orderby(value, ctx, arg):
+    text = str(value).strip().lower()
+    if text not in ORDERBY:
+        raise Invalid()
+    return text
+
+
+def _category_parent(value, ctx, arg):
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit():
+        raise Invalid()
+    if int(text) != 0 and ctx.snapshot.get(CATEGORIES, int(text)) is None:
+        raise Invalid()
+    return int(text)
+
+
+def _existing_id(resource):
+    def check(value, ctx, arg):
+        text = str(value).strip()
+        if not text.isdigit() or ctx.snapshot.get(resource, int(text)) is None:
+            raise Invalid()
+        return ctx.snapshot.get(resource, int(text))
+    return check
+
+
+def _digits(value, ctx, arg):
+    text = str(value).strip()
+    if not re.fullmatch(r"\d{1,18}", text):
+        raise Invalid()
+    return int(text)
+
+
+def _existing_slug(resource):
+    def check(value, ctx, arg):
+        slug = str(value).strip().lower()
+        from .records import is_safe_slug
+        record = ctx.snapshot.get_slug(resource, slug) if is_safe_slug(slug) else None
+        if record is None:
+            raise Invalid()
+        return record
+    return check
+
+
+CHECKS = {
+    "positive_int": _positive_int,
+    "date": _date,
+    "strict_dates": _strict_dates,
+    "search": _nonempty,
+    "nonempty": _nonempty,
+    "string_or_empty": _string_or_empty,
+    "category_filter": _term_filter(CATEGORIES),
+    "tag_filter": _term_filter(TAGS),
+    "venue_filter": _post_filter(VENUES),
+    "organizer_filter": _post_filter(ORGANIZERS),
+    "status_filter": _status_filter,
+    "latitude": _latitude,
+    "longitude": _longitude,
+    "positive_int_list": _positive_int_list,
+    "event_id": _event_id,
+    "boolean_like": _boolean_like,
+    "user_id": _user_id,
+    "post_status": _post_status,
+    "timezone": _timezone,
+    "url_or_empty": _url_or_empty,
+    "image": _image,
+    "cost": _cost,
+    "term_list": _term_list,
+    "linked_venue": _linked(VENUES),
+    "linked_organizer": _linked(ORGANIZERS),
+    "order": _order,
+    "orderby": _orderby,
+    "category_id": _category_parent,
+    "category_list": _term_id_list(CATEGORIES),
+    "tag_list": _term_id_list(TAGS),
+    # path parameters
+    "event_id_format": _digits,
+    "venue_record": _existing_id(VENUES),
+    "organizer_record": _existing_id(ORGANIZERS),
+    "category_record": _existing_id(CATEGORIES),
+    "tag_record": _existing_id(TAGS),
+    "event_slug": _existing_slug(EVENTS),
+    "venue_slug": _existing_slug(VENUES),
+    "organizer_slug": _existing_slug(ORGANIZERS),
+}

@@ -1,0 +1,332 @@
+"""The JSON shapes of the original API, built from records (BEHAVIOR.md section 4).
+
+Key order, key presence and value types follow the original exactly: events always carry
+every key; venues and organizers drop empty values; terms come in two flavours (as served
+by the term endpoints, and as embedded in an event).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timezone
+from urllib.parse import urlsplit
+
+from . import dates, text
+from .catalog import Snapshot
+from .records import Record
+from .resources import CATEGORIES, EVENTS, ORGANIZERS, RESOURCES, TAGS, VENUES, Resource
+
+
+@dataclass(frozen=True)
+class Urls:
+    """Where things are: the REST base (``.../calendar/events/v1``) and the public site."""
+
+    rest_base: str
+    site: str
+
+    @property
+    def host_path(self) -> str:
+        parts = urlsplit(self.site)
+        return parts.netloc + parts.path.rstrip("/")
+
+    def rest(self, *parts) -> str:
+        return "/".join([self.rest_base, *map(str, parts)])
+
+    def permalink(self, resource: Resource, slug: str) -> str:
+        return self.site + resource.permalink.format(slug=slug)
+
+    def global_id(self, record_id: int) -> str:
+        return f"{self.host_path}?id={record_id}"
+
+
+class Presenter:
+    """Turns records of one snapshot into API objects."""
+
+    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz):
+        self.snapshot = snapshot
+        self.urls = urls
+        self.site_tz = site_tz
+
+    # ------------------------------------------------------------------------- shared
+
+    def _post_dates(self, data: dict) -> dict:
+        out = {}
+        for key in ("date", "modified"):
+            utc = data.get(f"{key}_utc") or data.get("date_utc") or "1970-01-01 00:00:00"
+            local = dates.read_local(utc, timezone.utc).astimezone(self.site_tz)
+            out[key] = dates.fmt(local)
+            out[f"{key}_utc"] = utc
+        return out
+
+    def _global_ids(self, record: Record) -> dict:
+        gid = self.urls.global_id(record.id)
+        lineage = [gid] + [x for x in record.data.get("global_id_lineage") or [] if x != gid]
+        return {"global_id": gid, "global_id_lineage": lineage}
+
+    @staticmethod
+    def _image(value):
+        if not value:
+            return False
+        url = str(value)
+        ext = url.rsplit("?", 1)[0].rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else ""
+        image = {"url": url}
+        if ext:
+            image["extension"] = ext
+        return image
+
+    def present(self, record: Record, single: bool = False) -> dict:
+        """The API object of any record."""
+        resource = record.resource
+        if resource is EVENTS:
+            return self.event(record, single)
+        if resource is VENUES:
+            return self.venue(record, single)
+        if resource is ORGANIZERS:
+            return self.organizer(record, single)
+        return self.term(record)
+
+    # ------------------------------------------------------------------------- events
+
+    def event_zone(self, record: Record):
+        return dates.zone(record.data.get("timezone"), self.site_tz)
+
+    def event(self, record: Record, single: bool = False) -> dict:
+        data = record.data
+        tz = self.event_zone(record)
+        start = dates.read_local(data["start_date"], tz)
+        end = dates.read_local(data["end_date"], tz)
+        utc_start = dates.fmt(start.astimezone(timezone.utc))
+        utc_end = dates.fmt(end.astimezone(timezone.utc))
+        cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
+                                            data.get("currency_position") or "", data.get("currency_code") or "")
+        permalink = self.urls.permalink(EVENTS, record.slug)
+        venues = [self.venue(v) for v in self.snapshot.refs(record, "venue")]
+        out = {
+            "id": record.id,
+            **self._global_ids(record),
+            "author": str(data.get("author") or 0),
+            "status": record.status,
+            **self._post_dates(data),
+            "url": permalink,
+            "rest_url": self.urls.rest("events", record.id),
+            "title": record.title.strip(),
+            "description": text.autop(data.get("description")),
+            "excerpt": text.autop(data.get("excerpt")),
+            "slug": record.slug,
+            "image": self._image(data.get("image")),
+            "all_day": bool(data.get("all_day")),
+            "start_date": data["start_date"],
+            "start_date_details": dates.details(data["start_date"]),
+            "end_date": data["end_date"],
+            "end_date_details": dates.details(data["end_date"]),
+            "utc_start_date": utc_start,
+            "utc_start_date_details": dates.details(utc_start),
+            "utc_end_date": utc_end,
+            "utc_end_date_details": dates.details(utc_end),
+            "timezone": data.get("timezone") or "",
+            "timezone_abbr": dates.tz_abbr(tz, start.replace(tzinfo=None)) if data.get("timezone") else "",
+            "cost": cost_text,
+            "cost_details": cost,
+            "website": permalink if data.get("website") is None else str(data.get("website")),
+            "show_map": data.get("show_map", True) is not False,
+            "show_map_link": data.get("show_map_link", True) is not False,
+            "hide_from_listings": bool(data.get("hide_from_listings")),
+            "sticky": bool(data.get("sticky")),
+            "featured": bool(data.get("featured")),
+            "categories": [self.embedded_term(t) for t in self.snapshot.refs(record, "categories")],
+            "tags": [self.embedded_term(t) for t in self.snapshot.refs(record, "tags")],
+            "venue": venues[0] if len(venues) == 1 else venues,
+            "organizer": [self.organizer(o) for o in self.snapshot.refs(record, "organizer")],
+            "custom_fields": self._custom_fields(data.get("custom_fields")),
+        }
+        if single:
+            out["json_ld"] = self.event_json_ld(record, out, start, end)
+        return out
+
+    @staticmethod
+    def _custom_fields(value) -> dict | list:
+        if not isinstance(value, dict):
+            return []
+        fields = {}
+        for key, item in value.items():
+            if isinstance(item, dict):
+                label, val = item.get("label", key), item.get("value")
+            else:
+                label, val = key, item
+            if val not in (None, ""):
+                fields[str(key)] = {"label": str(label), "value": val if isinstance(val, str) else str(val)}
+        return fields or []
+
+    def event_json_ld(self, record: Record, out: dict, start, end) -> dict:
+        ld = {
+            "@context": "http://schema.org",
+            "@type": "Event",
+            "name": out["title"],
+            "description": text.strip_tags(out["excerpt"] or out["description"]),
+        }
+        if out["image"]:
+            ld["image"] = out["image"]["url"]
+        ld.update({
+            "url": out["url"],
+            "eventAttendanceMode": "https://schema.org/OfflineEventAttendanceMode",
+            "eventStatus": "https://schema.org/EventScheduled",
+            "startDate": start.isoformat(),
+            "endDate": end.isoformat(),
+        })
+        venues = self.snapshot.refs(record, "venue")
+        if venues:
+            places = [self.venue_json_ld(v) for v in venues]
+            ld["location"] = places[0] if len(places) == 1 else places
+        organizers = self.snapshot.refs(record, "organizer")
+        if organizers:
+            people = [self.organizer_json_ld(o) for o in organizers]
+            ld["organizer"] = people[0] if len(people) == 1 else people
+        values = out["cost_details"]["values"]
+        if values:
+            ld["offers"] = {
+                "@type": "Offer",
+                "price": values[0],
+                "priceCurrency": out["cost_details"]["currency_code"] or "USD",
+                "url": out["url"],
+                "category": "primary",
+                "availability": "inStock",
+                "validFrom": out["date_utc"].replace(" ", "T") + "+00:00",
+            }
+        ld["performer"] = "Organization"
+        return ld
+
+    # ------------------------------------------------------------------------- venues, organizers
+
+    def venue(self, record: Record, single: bool = False) -> dict:
+        data = record.data
+        out = {
+            "id": record.id,
+            "author": str(data.get("author") or 0),
+            "status": record.status,
+            **self._post_dates(data),
+            "url": self.urls.permalink(VENUES, record.slug),
+            "venue": record.title,
+            "description": text.autop(data.get("description")),
+            "excerpt": text.autop(data.get("excerpt")),
+            "slug": record.slug,
+            "image": self._image(data.get("image")),
+        }
+        for key in ("address", "city", "country", "province", "state", "zip", "phone", "website", "stateprovince"):
+            out[key] = "" if data.get(key) is None else str(data[key])
+        if data.get("geo_lat") is not None and data.get("geo_lng") is not None:
+            out["geo_lat"] = data["geo_lat"]
+            out["geo_lng"] = data["geo_lng"]
+        if single:
+            out["json_ld"] = self.venue_json_ld(record)
+        out = {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})}
+        out["show_map"] = data.get("show_map", True) is not False
+        out["show_map_link"] = data.get("show_map_link", True) is not False
+        out.update(self._global_ids(record))
+        return out
+
+    def venue_json_ld(self, record: Record) -> dict:
+        data = record.data
+        ld = {
+            "@type": "Place",
+            "name": record.title,
+            "description": text.strip_tags(data.get("excerpt") or data.get("description")),
+            "url": self.urls.permalink(VENUES, record.slug),
+            "address": {
+                "@type": "PostalAddress",
+                "streetAddress": data.get("address") or "",
+                "addressLocality": data.get("city") or "",
+                "addressRegion": data.get("stateprovince") or data.get("state") or data.get("province") or "",
+                "postalCode": data.get("zip") or "",
+                "addressCountry": data.get("country") or "",
+            },
+        }
+        if data.get("geo_lat") is not None and data.get("geo_lng") is not None:
+            ld["geo"] = {"@type": "GeoCoordinates", "latitude": data["geo_lat"], "longitude": data["geo_lng"]}
+        if data.get("phone"):
+            ld["telephone"] = data["phone"]
+        if data.get("website"):
+            ld["sameAs"] = data["website"]
+        return ld
+
+    def organizer(self, record: Record, single: bool = False) -> dict:
+        data = record.data
+        out = {
+            "id": record.id,
+            "author": str(data.get("author") or 0),
+            "status": record.status,
+            **self._post_dates(data),
+            "url": self.urls.permalink(ORGANIZERS, record.slug),
+            "organizer": record.title,
+            "description": text.autop(data.get("description")),
+            "excerpt": text.autop(data.get("excerpt")),
+            "slug": record.slug,
+            "image": self._image(data.get("image")),
+            "phone": data.get("phone"),
+            "website": data.get("website"),
+            "email": data.get("email"),
+        }
+        if single:
+            out["json_ld"] = self.organizer_json_ld(record)
+        out.update(self._global_ids(record))
+        return {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})}
+
+    def organizer_json_ld(self, record: Record) -> dict:
+        data = record.data
+        ld = {
+            "@type": "Person",
+            "name": record.title,
+            "description": text.strip_tags(data.get("excerpt") or data.get("description")),
+            "url": data.get("website") or self.urls.permalink(ORGANIZERS, record.slug),
+        }
+        for key, ld_key in (("phone", "telephone"), ("email", "email"), ("website", "sameAs")):
+            if data.get(key):
+                ld[ld_key] = data[key]
+        return ld
+
+    # ------------------------------------------------------------------------- terms
+
+    def term_count(self, record: Record) -> int:
+        key = "categories" if record.resource is CATEGORIES else "tags"
+        return sum(1 for e in self.snapshot.events_by_ref.get((key, record.id), ()) if e.status == "publish")
+
+    def _term_urls(self, record: Record) -> dict:
+        name = record.resource.name
+        urls = {"self": self.urls.rest(name, record.id), "collection": self.urls.rest(name)}
+        parent = record.data.get("parent") or 0
+        if record.resource is CATEGORIES and parent:
+            urls["up"] = self.urls.rest(name, parent)
+        return urls
+
+    def term(self, record: Record) -> dict:
+        """A term as the category and tag endpoints serve it."""
+        data = record.data
+        out = {
+            "id": record.id,
+            "count": self.term_count(record),
+            "description": data.get("description") or "",
+            "name": record.title,
+            "slug": record.slug,
+            "taxonomy": record.resource.taxonomy,
+        }
+        if record.resource is CATEGORIES:
+            out["parent"] = data.get("parent") or 0
+        out["meta"] = []
+        out["url"] = self.urls.permalink(record.resource, record.slug)
+        out["urls"] = self._term_urls(record)
+        return out
+
+    def embedded_term(self, record: Record) -> dict:
+        """A term as embedded in an event (WordPress' raw term record)."""
+        data = record.data
+        return {
+            "name": record.title,
+            "slug": record.slug,
+            "term_group": 0,
+            "term_taxonomy_id": record.id,
+            "taxonomy": record.resource.taxonomy,
+            "description": data.get("description") or "",
+            "parent": data.get("parent") or 0,
+            "count": self.term_count(record),
+            "filter": "raw",
+            "id": record.id,
+            "urls": self._term_urls(record),
+        }

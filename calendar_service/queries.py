@@ -1,0 +1,236 @@
+"""List queries: which records a list request selects, in which order (BEHAVIOR.md 6-8).
+
+Queries are plain data built by the HTTP layer from validated parameters. This module
+answers them by scanning a snapshot; the search index answers the same queries faster.
+Times are compared as UTC instants computed from each event's own time zone.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from . import dates, permissions
+from .accounts import User
+from .catalog import Snapshot
+from .records import Record
+from .resources import CATEGORIES, EVENTS, TAGS, Resource
+
+
+@dataclass
+class Page:
+    items: list
+    total: int
+    page: int
+    per_page: int
+
+    @property
+    def total_pages(self) -> int:
+        return -(-self.total // self.per_page) if self.total else 0
+
+
+@dataclass
+class EventQuery:
+    page: int = 1
+    per_page: int = 10
+    start: datetime | None = None          # event start >= start (UTC)
+    end: datetime | None = None            # event end <= end
+    starts_before: datetime | None = None
+    starts_after: datetime | None = None
+    ends_before: datetime | None = None
+    ends_after: datetime | None = None
+    search: str | None = None
+    categories: set[int] | None = None
+    tags: set[int] | None = None
+    venues: set[int] | None = None
+    organizers: set[int] | None = None
+    featured: bool | None = None
+    statuses: tuple[str, ...] = ("publish",)
+    include: list[int] | None = None
+    post_parent: int | None = None
+    ticketed: bool | None = None
+    geoloc: bool | None = None
+    near: tuple[float, float] | None = None
+
+
+@dataclass
+class LinkedQuery:
+    page: int = 1
+    per_page: int = 10
+    search: str | None = None
+    event: int | None = None
+    has_events: bool | None = None
+    only_with_upcoming: bool = False
+    statuses: tuple[str, ...] = ("publish",)
+
+
+@dataclass
+class TermQuery:
+    page: int = 1
+    per_page: int = 10
+    search: str | None = None
+    include: list[int] | None = None
+    exclude: list[int] | None = None
+    order: str = "asc"
+    orderby: str = "name"
+    hide_empty: bool = True
+    parent: int | None = None
+    post: int | None = None
+    slug: str | None = None
+
+
+def utc_bounds(snapshot: Snapshot, event: Record, site_tz) -> tuple[datetime, datetime]:
+    """The event's start and end as UTC instants."""
+    tz = dates.zone(event.data.get("timezone"), site_tz)
+    start = dates.read_local(event.data["start_date"], tz).astimezone(timezone.utc)
+    end = dates.read_local(event.data["end_date"], tz).astimezone(timezone.utc)
+    return start, end
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.split(r"\s+", text.lower().strip()) if w]
+
+
+def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
+    return {r.id for r in snapshot.refs(event, key)}
+
+
+def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Page:
+    """Events matching ``q`` that ``user`` may list, ordered by start, publish date, id."""
+    selected = []
+    words = _words(q.search) if q.search else []
+    include = set(q.include) if q.include is not None else None
+    for event in snapshot.all(EVENTS):
+        data = event.data
+        if data.get("hide_from_listings"):
+            continue
+        if not permissions.listable(user, event, q.statuses):
+            continue
+        if include is not None and event.id not in include:
+            continue
+        if q.post_parent is not None and data.get("post_parent") != q.post_parent:
+            continue
+        if q.featured is not None and bool(data.get("featured")) != q.featured:
+            continue
+        if q.ticketed:  # nothing here sells tickets
+            continue
+        if words:
+            haystack = " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description")).lower()
+            if not all(w in haystack for w in words):
+                continue
+        for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
+                            ("organizer", q.organizers)):
+            if wanted is not None and not (_ids(snapshot, event, key) & wanted):
+                break
+        else:
+            if q.geoloc is not None or q.near is not None:
+                located = [v for v in snapshot.refs(event, "venue")
+                           if v.data.get("geo_lat") is not None and v.data.get("geo_lng") is not None]
+                if q.geoloc is not None and bool(located) != q.geoloc:
+                    continue
+                if q.near is not None and not located:
+                    continue
+            if include is None:
+                start, end = utc_bounds(snapshot, event, site_tz)
+                if q.start and start < q.start or q.end and end > q.end:
+                    continue
+                if q.starts_before and not start < q.starts_before or q.starts_after and not start > q.starts_after:
+                    continue
+                if q.ends_before and not end < q.ends_before or q.ends_after and not end > q.ends_after:
+                    continue
+                key = (start, data.get("date_utc") or "", event.id)
+            else:
+                key = (data.get("date_utc") or "", event.id)
+            selected.append((key, event))
+    selected.sort(key=lambda pair: pair[0])
+    if q.near is not None:
+        lat, lng = q.near
+        selected.sort(key=lambda pair: _distance(snapshot, pair[1], lat, lng))
+    return _page([e for _, e in selected], q.page, q.per_page)
+
+
+def _distance(snapshot: Snapshot, event: Record, lat: float, lng: float) -> float:
+    best = float("inf")
+    for venue in snapshot.refs(event, "venue"):
+        if venue.data.get("geo_lat") is not None and venue.data.get("geo_lng") is not None:
+            best = min(best, (venue.data["geo_lat"] - lat) ** 2 + (venue.data["geo_lng"] - lng) ** 2)
+    return best
+
+
+def _page(items: list, page: int, per_page: int) -> Page:
+    start = (page - 1) * per_page
+    return Page(items[start:start + per_page], len(items), page, per_page)
+
+
+LINKED_SEARCH_KEYS = {
+    "venues": ("venue", "description", "excerpt", "address", "city", "province", "state", "stateprovince", "zip", "phone"),
+    "organizers": ("organizer", "description", "excerpt", "phone", "email", "website"),
+}
+
+
+def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | None, site_tz) -> Page:
+    """Venues or organizers matching ``q``, newest publication first."""
+    key = "venue" if resource.name == "venues" else "organizer"
+    words = [w for w in re.split(r"[^\w-]+", (q.search or "").lower()) if w] if q.search else []
+    now = datetime.now(timezone.utc)
+    selected = []
+    for record in snapshot.all(resource):
+        if not permissions.listable(user, record, q.statuses):
+            continue
+        if words:
+            fields = [str(record.data.get(k) or "").lower() for k in LINKED_SEARCH_KEYS[resource.name]]
+            if not any(all(w in f for w in words) for f in fields):
+                continue
+        events = snapshot.events_by_ref.get((key, record.id), [])
+        if q.event is not None and not any(e.id == q.event for e in events):
+            continue
+        if q.has_events is not None:
+            has = any(e.status not in ("draft", "pending", "trash") for e in events)
+            if has != q.has_events:
+                continue
+        if q.only_with_upcoming:
+            visible = [e for e in events if permissions.listable(user, e, permissions.VISIBLE_TO_EDITORS
+                                                                 if permissions.sees_all_statuses(user) else ("publish",))]
+            if not any(utc_bounds(snapshot, e, site_tz)[0] >= now for e in visible):
+                continue
+        selected.append(record)
+    selected.sort(key=lambda r: (r.data.get("date_utc") or "", r.id), reverse=True)
+    return _page(selected, q.page, q.per_page)
+
+
+def terms(snapshot: Snapshot, resource: Resource, q: TermQuery, count) -> Page:
+    """Categories or tags matching ``q``; ``count(record)`` gives a term's published event count."""
+    key = "categories" if resource is CATEGORIES else "tags"
+    post_terms = None
+    if q.post is not None:
+        event = snapshot.get(EVENTS, q.post)
+        post_terms = _ids(snapshot, event, key) if event else set()
+    selected = []
+    for record in snapshot.all(resource):
+        if q.include is not None and record.id not in q.include:
+            continue
+        if q.exclude is not None and record.id in q.exclude:
+            continue
+        if q.slug is not None and record.slug != q.slug:
+            continue
+        if q.parent is not None and (record.data.get("parent") or 0) != q.parent:
+            continue
+        if post_terms is not None and record.id not in post_terms:
+            continue
+        if q.search and q.search.lower() not in record.title.lower() and q.search.lower() not in record.slug:
+            continue
+        if q.hide_empty and count(record) == 0:
+            continue
+        selected.append(record)
+    sorters = {
+        "id": lambda r: r.id,
+        "name": lambda r: (r.title.lower(), r.id),
+        "slug": lambda r: r.slug,
+        "count": lambda r: (count(r), r.id),
+        "description": lambda r: (str(r.data.get("description") or ""), r.id),
+        "term_group": lambda r: r.id,
+        "include": lambda r: q.include.index(r.id) if q.include else r.id,
+        "include_slugs": lambda r: r.id,
+    }
+    selected.sort(key=sorters.get(q.orderby, sorters["name"]), reverse=q.order == "desc")
+    return _page(selected, q.page, q.per_page)

@@ -1,0 +1,260 @@
+"""Record files: how one record is read from and written to its file.
+
+Events are YAML front matter plus the description as the body; venues, organizers,
+categories and tags are plain YAML. Keys are the API's field names and are written in the
+order the resource declares, then any keys an editor added (kept, never dropped). Reading
+checks every key's type and reports problems as ``path:line: message``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import frontmatter
+import yaml
+
+from . import dates
+from .resources import RESOURCES, TYPE_NAMES, Resource
+
+try:  # the C loader and dumper are five to seven times faster (see MEASURED.md)
+    _Loader = yaml.CSafeLoader
+    _BaseDumper = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+    _BaseDumper = yaml.SafeDumper
+
+
+class _Dumper(_BaseDumper):
+    """Block style for records, ``[1, 2]`` for short lists, ``|`` blocks for multi-line text."""
+
+
+def _represent_list(dumper, data):
+    flat = all(isinstance(x, (int, float, bool)) or (isinstance(x, str) and "\n" not in x and len(x) < 60)
+               for x in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flat)
+
+
+def _represent_str(dumper, data):
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(str, _represent_str)
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in a content file, located for the editor who has to fix it."""
+
+    path: str
+    line: int
+    message: str
+    severity: str = "error"   # "error": the record is not served; "warning": served anyway
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class Record:
+    """One record as loaded from its file at some commit."""
+
+    resource: Resource
+    data: dict
+    path: str
+    blob: str = ""
+
+    @property
+    def id(self) -> int:
+        return self.data["id"]
+
+    @property
+    def slug(self) -> str:
+        return self.data["slug"]
+
+    @property
+    def status(self) -> str:
+        return self.data.get("status") or "publish"
+
+    @property
+    def title(self) -> str:
+        return self.data.get(self.resource.title_key) or ""
+
+
+def is_safe_slug(slug) -> bool:
+    """True when ``slug`` can name a file: lowercase letters, digits, ``-`` and ``_`` only."""
+    return isinstance(slug, str) and bool(_SLUG.match(slug))
+
+
+def path_for(resource: Resource, slug: str) -> str:
+    """Repository path of the file of ``slug``; refuses anything that is not a safe slug."""
+    if not is_safe_slug(slug):
+        raise ValueError(f"unsafe slug {slug!r}")
+    return f"{resource.folder}/{slug}{resource.extension}"
+
+
+def resource_of_path(path: str) -> Resource | None:
+    """The resource whose folder holds ``path`` with the right extension, or None."""
+    folder, _, name = path.partition("/")
+    resource = RESOURCES.get(folder)
+    if resource is None or "/" in name:
+        return None
+    if resource.kind == "post" and resource.body_key and name.endswith((".md", ".html")):
+        return resource
+    if name.endswith((".yaml", ".yml")) and not resource.body_key:
+        return resource
+    return None
+
+
+def _line_of(text: str, key: str, offset: int = 0) -> int:
+    match = re.search(rf"^{re.escape(key)}\s*:", text, re.M)
+    return offset + (text.count("\n", 0, match.start()) + 1 if match else 1)
+
+
+def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
+    """Read a content file. Returns the record (None when it cannot be served) and its problems."""
+    resource = resource_of_path(path)
+    if resource is None:
+        return None, []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(path, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
+    if "\x00" in text:
+        return None, [Problem(path, 1, "the file contains a NUL byte")]
+    body = None
+    try:
+        if resource.body_key:
+            if not text.lstrip("\ufeff").startswith("---"):
+                return None, [Problem(path, 1, "expected YAML front matter starting with '---'")]
+            post = frontmatter.loads(text)
+            meta, body = post.metadata, post.content
+        else:
+            meta = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, [Problem(path, line, f"YAML syntax error: {reason}")]
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return None, [Problem(path, 1, "expected a mapping of keys to values")]
+    meta = {str(k): v for k, v in meta.items()}
+    data, problems = normalize(resource, meta, path, text)
+    if body is not None:
+        data[resource.body_key] = body
+    stem = path.rsplit("/", 1)[1].rsplit(".", 1)[0]
+    if "slug" not in data or data["slug"] in (None, ""):
+        data["slug"] = stem
+    elif data["slug"] != stem:
+        problems.append(Problem(path, _line_of(text, "slug"),
+                                f"slug {data['slug']!r} does not match the file name {stem!r}", "warning"))
+    if not is_safe_slug(data["slug"]):
+        problems.append(Problem(path, _line_of(text, "slug"),
+                                "slug must be lowercase letters, digits, '-' or '_'"))
+    for key in ("id", resource.title_key):
+        if data.get(key) in (None, ""):
+            problems.append(Problem(path, 1, f"required field '{key}' is missing"))
+    if resource is RESOURCES["events"]:
+        for key in ("start_date", "end_date"):
+            if not data.get(key):
+                problems.append(Problem(path, 1, f"required field '{key}' is missing"))
+        if data.get("timezone") and not dates.is_valid_timezone(data["timezone"]):
+            problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
+        if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
+            problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+    if any(p.severity == "error" for p in problems):
+        return None, problems
+    return Record(resource, data, path), problems
+
+
+def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") -> tuple[dict, list[Problem]]:
+    """Check and coerce each known key to its declared type; unknown keys are kept as they are."""
+    data: dict = {}
+    problems: list[Problem] = []
+    for key, value in meta.items():
+        kind = resource.types.get(key)
+        if kind is None or value is None:
+            data[key] = value
+            continue
+        try:
+            data[key] = _coerce(kind, value)
+        except (TypeError, ValueError):
+            problems.append(Problem(path, _line_of(text, key), f"'{key}' must be {TYPE_NAMES[kind]}, got {value!r}"))
+    return data, problems
+
+
+def _coerce(kind: str, value):
+    if kind == "int":
+        if isinstance(value, bool):
+            raise TypeError
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        raise TypeError
+    if kind in ("str", "text"):
+        if isinstance(value, (dict, list)):
+            raise TypeError
+        return value if isinstance(value, str) else str(value)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, str)) and str(value).strip().lower() in {"1", "0", "yes", "no", "true", "false", "on", "off", ""}:
+            return str(value).strip().lower() in {"1", "yes", "true", "on"}
+        raise TypeError
+    if kind == "datetime":
+        value = dates.normalize_stored(value)
+        if not isinstance(value, str):
+            raise TypeError
+        dates.read_local(value, None)
+        return value.strip()
+    if kind == "refs":
+        items = value if isinstance(value, list) else [value]
+        out = []
+        for item in items:
+            if isinstance(item, bool) or isinstance(item, (dict, list, float)):
+                raise TypeError
+            if isinstance(item, str) and item.strip().isdigit():
+                item = int(item)
+            out.append(item)
+        return out
+    if kind == "cost":
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+            return value
+        raise TypeError
+    if kind == "float":
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
+    if kind == "image":
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return value
+        raise TypeError
+    if kind == "map":
+        if isinstance(value, dict):
+            return value
+        raise TypeError
+    raise AssertionError(kind)
+
+
+def dump(resource: Resource, data: dict) -> bytes:
+    """The file content for ``data``: declared keys first, in order, then any others; None values left out."""
+    ordered = {k: data[k] for k in resource.file_keys if data.get(k) is not None}
+    for key, value in data.items():
+        if key not in ordered and key != resource.body_key and value is not None and key in data:
+            if key not in resource.file_keys:
+                ordered[key] = value
+    text = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1000)
+    if resource.body_key:
+        body = (data.get(resource.body_key) or "").strip("\n")
+        return ("---\n" + text + "---\n" + (body + "\n" if body else "")).encode("utf-8")
+    return text.encode("utf-8")

@@ -1,0 +1,347 @@
+"""The five resources, described once as data.
+
+Each ``Resource`` says where its files live, which keys its files hold (in the order they
+are written, so diffs stay small), what type each key has, and which arguments its
+endpoints take. Shared code in the store, the service, the presenters and the HTTP layer
+serves all five from these descriptions; events, venues and organizers behave like posts,
+categories and tags like terms.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NO_DEFAULT = object()
+
+POST_STATUSES = ("publish", "future", "draft", "pending", "private", "trash")
+# Statuses WordPress registers besides ours; accepted in filters for compatibility.
+OTHER_REGISTERED_STATUSES = ("auto-draft", "inherit")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an endpoint, as the original registers it.
+
+    ``type``/``format``/``items``/``default``/``description``/``required`` are what the
+    index route and /doc show; ``check`` names the validator (see ``params.CHECKS``) that
+    runs when the argument is present, before any permission check.
+    """
+
+    name: str
+    description: str
+    type: str | None = None
+    format: str | None = None
+    items: str | None = None
+    default: Any = NO_DEFAULT
+    required: bool = False
+    check: str | None = None
+    location: str = "query"
+
+    def optional(self) -> "Arg":
+        return Arg(self.name, self.description, self.type, self.format, self.items,
+                   NO_DEFAULT, False, self.check, self.location)
+
+
+@dataclass(frozen=True, eq=False)
+class Resource:
+    """A kind of record: its folder, file format, keys and endpoint arguments."""
+
+    name: str                      # URL segment, folder and list key: "events"
+    singular: str                  # "event"
+    kind: str                      # "post" or "term"
+    extension: str                 # ".md" (front matter + body) or ".yaml"
+    title_key: str                 # the key holding the display name
+    file_keys: tuple[str, ...]     # keys in file order
+    types: dict[str, str]          # key -> type, see TYPE_NAMES
+    body_key: str | None = None    # key stored as the file body (events: description)
+    taxonomy: str | None = None    # terms: WordPress taxonomy name
+    archive_args: tuple[Arg, ...] = ()
+    create_args: tuple[Arg, ...] = ()
+    permalink: str = ""            # public page path template under the site URL
+
+    @property
+    def id_space(self) -> str:
+        """Events, venues and organizers share one id space (posts), categories and tags another."""
+        return "posts" if self.kind == "post" else "terms"
+
+    @property
+    def by_slug(self) -> bool:
+        return self.kind == "post"
+
+    @property
+    def folder(self) -> str:
+        return self.name
+
+    def update_args(self) -> tuple[Arg, ...]:
+        return tuple(a.optional() for a in self.create_args)
+
+
+# Types a file value may have; the store checks them when it loads a file.
+TYPE_NAMES = {
+    "int": "an integer",
+    "str": "a string",
+    "text": "a string",
+    "bool": "true or false",
+    "datetime": "a date and time 'YYYY-MM-DD HH:MM:SS'",
+    "refs": "a list of ids or slugs",
+    "cost": "a string, a number or a list of them",
+    "float": "a number",
+    "image": "an image URL",
+    "map": "a mapping",
+}
+
+_POST_COMMON_TYPES = {
+    "id": "int", "slug": "str", "status": "str", "author": "int",
+    "date_utc": "datetime", "modified_utc": "datetime",
+    "description": "text", "excerpt": "text", "image": "image", "password": "str",
+}
+
+# ---------------------------------------------------------------------------------------
+# Endpoint arguments (names, types, defaults and descriptions as the original registers them)
+
+PAGE = Arg("page", "The archive page to return", type="integer", default=1, check="positive_int")
+
+
+def _per_page(what: str) -> Arg:
+    return Arg("per_page", f"The number of {what} to return on each page", type="integer",
+               default="10", check="positive_int")
+
+
+def _status_filter(what: str) -> Arg:
+    return Arg("status", f"The {what} post status", format="string", check="status_filter")
+
+
+def _date(name: str, text: str) -> Arg:
+    return Arg(name, text, check="date")
+
+
+EVENT_ARCHIVE_ARGS = (
+    PAGE,
+    _per_page("events"),
+    _date("start_date", "Events that start on the specified date"),
+    _date("end_date", "Events that end on the specified date"),
+    _date("starts_before", "Events that start before the specified date"),
+    _date("starts_after", "Events that start after the specified date"),
+    _date("ends_before", "Events that end before the specified date"),
+    _date("ends_after", "Events that end after the specified date"),
+    Arg("strict_dates", "Dates set using the start_date/end_date, starts_*/ends_* are set to start at the "
+        "specified times. The default behavior is to include the entire days.", default="false",
+        check="strict_dates"),
+    Arg("search", "Events should contain the specified string in the title or description",
+        type="string", check="search"),
+    Arg("categories", "Events should be assigned one of the specified categories slugs or IDs",
+        items="integer", check="category_filter"),
+    Arg("tags", "Events should be assigned one of the specified tags slugs or IDs", items="integer",
+        check="tag_filter"),
+    Arg("venue", "Events should be assigned one of the specified venue IDs", items="integer",
+        check="venue_filter"),
+    Arg("organizer", "Events should be assigned one of the specified organizer IDs", items="integer",
+        check="organizer_filter"),
+    Arg("featured", "Events should be filtered by their featured status", type="boolean"),
+    _status_filter("event"),
+    Arg("geoloc", "Events should be filtered by whether their venue has geolocation data", type="boolean"),
+    Arg("geoloc_lat", "Events should be filtered by their venue latitude location, must also provide "
+        "geoloc_lng", format="double", check="latitude"),
+    Arg("geoloc_lng", "Events should be filtered by their venue longitude location, must also provide "
+        "geoloc_lat", format="double", check="longitude"),
+    Arg("include", "Include events with one of the post IDs specified in the array of CSV list, date "
+        "filters will be ignored.", items="integer", check="positive_int_list"),
+    Arg("post_parent", "Events should be filtered by their post_parent being the specified one.",
+        type="integer", check="event_id"),
+    Arg("ticketed", "Filter events with or without tickets.", type="boolean"),
+)
+
+EVENT_CREATE_ARGS = (
+    Arg("author", "The event author ID", type="integer", check="user_id", location="body"),
+    Arg("date", "The event publication date", type="string", check="date", location="body"),
+    Arg("date_utc", "The event publication date (UTC time zone)", type="string", check="date", location="body"),
+    Arg("title", "The event title", type="string", required=True, check="nonempty", location="body"),
+    Arg("description", "The event description", type="string", check="nonempty", location="body"),
+    Arg("slug", "The event slug", type="string", check="nonempty", location="body"),
+    Arg("excerpt", "The event excerpt", type="string", check="nonempty", location="body"),
+    Arg("status", "The event post status", type="string", check="post_status", location="body"),
+    Arg("timezone", "The event time zone", type="string", check="timezone", location="body"),
+    Arg("all_day", "Whether the event lasts the whole day or not", type="boolean", default=False, location="body"),
+    Arg("start_date", "The event start date and time", type="string", required=True, check="date", location="body"),
+    Arg("end_date", "The event end date and time", type="string", required=True, check="date", location="body"),
+    Arg("image", "The event featured image ID or URL", type="string", check="image", location="body"),
+    Arg("cost", "The event cost", check="cost", location="body"),
+    Arg("website", "The event website URL", default=None, check="url_or_empty", location="body"),
+    Arg("show_map", "Whether the event should show a map or not", type="boolean", location="body"),
+    Arg("show_map_link", "Whether the event should show a map link or not", type="boolean", location="body"),
+    Arg("hide_from_listings", "Whether events should be hidden in the calendar view or not", type="boolean",
+        location="body"),
+    Arg("sticky", "Whether the event should be sticky in the calendar view or not", type="boolean", location="body"),
+    Arg("featured", "Whether the event should be featured on the site or not", type="boolean", location="body"),
+    Arg("categories", "The event category ID or name", items="integer", default=None, check="term_list",
+        location="body"),
+    Arg("tags", "The event tag ID or name", items="integer", default=None, check="term_list", location="body"),
+    Arg("venue", "The event venue IDs or data", items="integer", default=None, check="linked_venue",
+        location="body"),
+    Arg("organizer", "The event organizer IDs or data", items="integer", default=None, check="linked_organizer",
+        location="body"),
+)
+
+
+def _linked_archive_args(plural: str) -> tuple[Arg, ...]:
+    title = plural.capitalize()
+    return (
+        PAGE,
+        _per_page(plural),
+        Arg("search", f"{title} should contain the specified string in the title, description or custom fields",
+            type="string", check="search"),
+        Arg("event", f"{title} should be related to this event", type="integer", check="event_id"),
+        Arg("has_events", f"{title} should have events associated to them", check="boolean_like"),
+        Arg("only_with_upcoming", f"{title} should have upcoming events associated to them", default=False,
+            check="boolean_like"),
+        _status_filter(plural[:-1]),
+    )
+
+
+def _post_meta_args(what: str) -> tuple[Arg, ...]:
+    return (
+        Arg("author", f"The {what} author ID", type="integer", check="user_id", location="body"),
+        Arg("date", f"The {what} publication date", type="string", check="date", location="body"),
+        Arg("date_utc", f"The {what} publication date (UTC time zone)", type="string", check="date", location="body"),
+    )
+
+
+def _body(name: str, description: str, check: str | None = "string_or_empty", type: str = "string") -> Arg:
+    return Arg(name, description, type=type, default=None, check=check, location="body")
+
+
+VENUE_CREATE_ARGS = _post_meta_args("venue") + (
+    Arg("venue", "The venue name", type="string", required=True, check="nonempty", location="body"),
+    _body("description", "The venue description"),
+    Arg("status", "The venue post status", type="string", check="post_status", location="body"),
+    # The original types these as strings and answers a JSON boolean with a 400; we accept both.
+    _body("show_map", "Whether events linked to the venue should show a map or not", check="boolean_like"),
+    _body("show_map_link", "Whether events linked to the venue should show a map link or not", check="boolean_like"),
+    _body("address", "The venue address"),
+    _body("city", "The venue city"),
+    _body("country", "The venue country"),
+    _body("province", "The venue province"),
+    _body("state", "The venue state"),
+    _body("zip", "The venue ZIP code"),
+    _body("phone", "The venue phone number"),
+    _body("stateprovince", "The venue state and province"),
+    _body("website", "The venue website URL", check="url_or_empty"),
+    _body("image", "The venue featured image ID or URL", check="image"),
+)
+
+ORGANIZER_CREATE_ARGS = _post_meta_args("organizer") + (
+    Arg("organizer", "The organizer name", type="string", required=True, check="nonempty", location="body"),
+    _body("description", "The organizer description"),
+    Arg("status", "The organizer post status", type="string", check="post_status", location="body"),
+    _body("phone", "The organizer phone number"),
+    _body("website", "The organizer website", check="url_or_empty"),
+    _body("email", "The organizer e-mail address"),
+    _body("image", "The organizer featured image ID or URL", check="image"),
+)
+
+
+def _term_archive_args(what: str, taxonomy_check: str, with_parent: bool) -> tuple[Arg, ...]:
+    args = [
+        PAGE,
+        _per_page(what),
+        Arg("search", "Limit results to those matching a string", type="string", check="search"),
+        Arg("exclude", "Ensure result set exclude specific IDs", items="integer", check=taxonomy_check + "_list"),
+        Arg("include", "Limit result set to specific IDs", items="integer", check=taxonomy_check + "_list"),
+        Arg("order", "Order sort attribute ascending or descending", type="string", check="order"),
+        Arg("orderby", "Sort collection by term attribute", type="string", check="orderby"),
+        Arg("hide_empty", "Whether to hide terms not assigned to any posts", type="boolean", default="1"),
+    ]
+    if with_parent:
+        args.append(Arg("parent", "Limit result set to terms assigned to a specific parent", type="integer",
+                        check="category_id"))
+    args += [
+        Arg("post", "Limit result set to terms assigned to a specific post", type="integer", check="event_id"),
+        Arg("event", 'Limit result set to terms assigned to a specific event (an alias of the "post" parameter)',
+            type="integer", check="event_id"),
+        Arg("slug", "Limit result set to terms with a specific slug", type="string", check="nonempty"),
+    ]
+    return tuple(args)
+
+
+def _term_create_args(what: str, with_parent: bool) -> tuple[Arg, ...]:
+    args = [
+        Arg("name", f"The {what} name", type="string", required=True, check="nonempty", location="body"),
+        Arg("description", f"The {what} description", type="string", check="nonempty", location="body"),
+        Arg("slug", f"The {what} slug", type="string", check="nonempty", location="body"),
+    ]
+    if with_parent:
+        args.append(Arg("parent", f"The {what} parent ID", type="integer", check="category_id", location="body"))
+    return tuple(args)
+
+
+EVENTS = Resource(
+    name="events", singular="event", kind="post", extension=".md", title_key="title",
+    file_keys=("id", "title", "slug", "status", "author", "date_utc", "modified_utc", "start_date", "end_date",
+               "timezone", "all_day", "excerpt", "cost", "currency_symbol", "currency_position", "currency_code",
+               "website", "show_map", "show_map_link", "hide_from_listings", "sticky", "featured",
+               "categories", "tags", "venue", "organizer", "image", "post_parent", "password", "custom_fields"),
+    types={**_POST_COMMON_TYPES, "title": "str", "start_date": "datetime", "end_date": "datetime",
+           "timezone": "str", "all_day": "bool", "cost": "cost", "currency_symbol": "str",
+           "currency_position": "str", "currency_code": "str", "website": "str", "show_map": "bool",
+           "show_map_link": "bool", "hide_from_listings": "bool", "sticky": "bool", "featured": "bool",
+           "categories": "refs", "tags": "refs", "venue": "refs", "organizer": "refs", "post_parent": "int",
+           "custom_fields": "map"},
+    body_key="description",
+    archive_args=EVENT_ARCHIVE_ARGS,
+    create_args=EVENT_CREATE_ARGS,
+    permalink="/event/{slug}/",
+)
+
+VENUES = Resource(
+    name="venues", singular="venue", kind="post", extension=".yaml", title_key="venue",
+    file_keys=("id", "venue", "slug", "status", "author", "date_utc", "modified_utc", "description", "excerpt",
+               "address", "city", "country", "province", "state", "zip", "phone", "stateprovince", "website",
+               "show_map", "show_map_link", "geo_lat", "geo_lng", "image", "password"),
+    types={**_POST_COMMON_TYPES, "venue": "str", "address": "str", "city": "str", "country": "str",
+           "province": "str", "state": "str", "zip": "str", "phone": "str", "stateprovince": "str",
+           "website": "str", "show_map": "bool", "show_map_link": "bool", "geo_lat": "float", "geo_lng": "float"},
+    archive_args=_linked_archive_args("venues"),
+    create_args=VENUE_CREATE_ARGS,
+    permalink="/venue/{slug}/",
+)
+
+ORGANIZERS = Resource(
+    name="organizers", singular="organizer", kind="post", extension=".yaml", title_key="organizer",
+    file_keys=("id", "organizer", "slug", "status", "author", "date_utc", "modified_utc", "description", "excerpt",
+               "phone", "website", "email", "image", "password"),
+    types={**_POST_COMMON_TYPES, "organizer": "str", "phone": "str", "website": "str", "email": "str"},
+    archive_args=_linked_archive_args("organizers"),
+    create_args=ORGANIZER_CREATE_ARGS,
+    permalink="/organizer/{slug}/",
+)
+
+CATEGORIES = Resource(
+    name="categories", singular="category", kind="term", extension=".yaml", title_key="name",
+    file_keys=("id", "name", "slug", "description", "parent"),
+    types={"id": "int", "name": "str", "slug": "str", "description": "text", "parent": "int"},
+    taxonomy="tribe_events_cat",
+    archive_args=_term_archive_args("event categories", "category", with_parent=True),
+    create_args=_term_create_args("event category", with_parent=True),
+    permalink="/events/category/{slug}/",
+)
+
+TAGS = Resource(
+    name="tags", singular="tag", kind="term", extension=".yaml", title_key="name",
+    file_keys=("id", "name", "slug", "description"),
+    types={"id": "int", "name": "str", "slug": "str", "description": "text"},
+    taxonomy="post_tag",
+    archive_args=_term_archive_args("event tags", "tag", with_parent=False),
+    create_args=_term_create_args("event tag", with_parent=False),
+    permalink="/tag/{slug}/",
+)
+
+RESOURCES: dict[str, Resource] = {r.name: r for r in (EVENTS, VENUES, ORGANIZERS, CATEGORIES, TAGS)}
+POST_TYPES = (EVENTS, VENUES, ORGANIZERS)
+TERM_TYPES = (CATEGORIES, TAGS)
+
+# Event keys that point at other records, and the resource they point at.
+EVENT_REFERENCES = {"categories": CATEGORIES, "tags": TAGS, "venue": VENUES, "organizer": ORGANIZERS}
+
+
+def by_folder(folder: str) -> Resource | None:
+    return RESOURCES.get(folder)

@@ -1,0 +1,102 @@
+"""Small text helpers shared by the service and the presenters: slugs, paragraphs, costs."""
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+_BLOCK = re.compile(r"^\s*<(p|div|ul|ol|li|h[1-6]|table|thead|tbody|tr|blockquote|pre|figure|section|article|"
+                    r"aside|header|footer|nav|hr|form|dl|address|details|iframe)\b", re.I)
+
+
+def slugify(text: str) -> str:
+    """A WordPress-like slug: ASCII letters and digits joined by hyphens (``"Jazz Night!"`` -> ``jazz-night``)."""
+    text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii").lower()
+    text = re.sub(r"<[^>]*>", "", text)
+    text = re.sub(r"&[a-z0-9#]+;", "", text)
+    text = re.sub(r"[^a-z0-9_\s-]", "", text)
+    text = re.sub(r"[\s_-]+", "-", text).strip("-")
+    return text[:190].strip("-")
+
+
+def autop(text: str | None) -> str:
+    """Wrap plain paragraphs in ``<p>`` as WordPress displays post content; HTML blocks stay as written."""
+    if not text or not text.strip():
+        return ""
+    chunks = re.split(r"\n\s*\n", text.replace("\r\n", "\n").strip())
+    out = []
+    for chunk in chunks:
+        chunk = chunk.strip()
+        if _BLOCK.match(chunk):
+            out.append(chunk)
+        else:
+            out.append("<p>" + chunk.replace("\n", "<br />\n") + "</p>")
+    return "\n".join(out)
+
+
+def strip_tags(text: str | None) -> str:
+    return html.unescape(re.sub(r"<[^>]*>", "", text or "")).strip()
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _number(token: str) -> float:
+    # "1,234.50" and "1.234,50" and "25,55": the last separator followed by 1-2 digits is decimal
+    match = re.match(r"^(.*?)([.,](\d{1,2}))?$", token)
+    whole, _, decimals = match.groups()
+    whole = re.sub(r"[.,]", "", whole)
+    return float(f"{whole}.{decimals}" if decimals else whole)
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> tuple[str, dict]:
+    """The ``cost`` text and ``cost_details`` object for a stored cost (a string, a number or a list).
+
+    The currency symbol is the non-numeric part shared by every entry (``20$``, ``€6.50``)
+    unless the record stores one; its position is ``prefix`` when it leads.
+    """
+    entries = cost if isinstance(cost, list) else ([] if cost in (None, "") else [cost])
+    entries = [str(e).strip() for e in entries if str(e).strip()]
+    values: list[float] = []
+    leftovers = set()
+    positions = set()
+    for entry in entries:
+        numbers = _NUMBER.findall(entry)
+        values.extend(_number(n) for n in numbers)
+        tokens = set(re.sub(r"[\s\-–]+", " ", _NUMBER.sub(" ", entry)).split())
+        if numbers and tokens:
+            leftovers.add(" ".join(sorted(tokens)))
+            positions.add("prefix" if entry.startswith(tuple(tokens)) else "postfix")
+    if not symbol and len(leftovers) == 1 and len(positions) == 1:
+        candidate = leftovers.pop()
+        if len(candidate) <= 4:
+            symbol, position = candidate, positions.pop()
+    if symbol and not position:
+        position = "prefix"
+    unique = sorted(set(values))
+    details = {
+        "currency_symbol": symbol or "",
+        "currency_code": code or "",
+        "currency_position": position if symbol else "",
+        "values": [_plain(v) for v in unique],
+    }
+
+    def money(value: float) -> str:
+        if value == 0:
+            return "Free"
+        amount = _plain(value) if value == int(value) else f"{value:.2f}"
+        if not symbol:
+            return amount
+        return symbol + amount if position == "prefix" else amount + symbol
+
+    if not unique:
+        text = entries[0] if entries else ""
+    elif len(unique) == 1:
+        text = money(unique[0])
+    else:
+        text = f"{money(unique[0])} – {money(unique[-1])}"
+    return text, details

@@ -1,0 +1,185 @@
+"""Shared fixtures: a fresh content repository (real git) and app per test, and signed-in clients.
+
+Nothing is mocked: each test gets its own git repository in a temporary directory, the real
+Flask app built by the factory, and a users file with one account per role.
+"""
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from calendar_service import create_app
+from calendar_service.accounts import ROLES, Accounts
+
+API = "/calendar/events/v1"
+PASSWORDS = {role: f"{role}-secret-pass" for role in ROLES}
+
+
+@pytest.fixture(scope="session")
+def users_template(tmp_path_factory) -> Path:
+    """A users file with one account per role (hashing is slow by design: do it once)."""
+    path = tmp_path_factory.mktemp("accounts") / "users.yaml"
+    accounts = Accounts(path)
+    for role in ROLES:
+        accounts.add(role, role, email=f"{role}@example.org", name=role.capitalize(), password=PASSWORDS[role])
+    return path
+
+
+@pytest.fixture
+def paths(tmp_path, users_template) -> dict:
+    users = tmp_path / "users.yaml"
+    shutil.copy(users_template, users)
+    return {"content_dir": tmp_path / "content", "index_dir": tmp_path / "index", "users_file": users}
+
+
+@pytest.fixture
+def make_app(paths):
+    """Build an app on this test's repository; extra settings by keyword."""
+    def build(**overrides):
+        config = {**paths, "seed_sample": False, "site_timezone": "UTC", **overrides}
+        return create_app(config)
+    return build
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
+
+
+@pytest.fixture
+def repo(paths) -> "Git":
+    return Git(paths["content_dir"])
+
+
+class Git:
+    """Runs git in the content repository, for assertions about commits and files."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def __call__(self, *args: str) -> str:
+        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    def count(self) -> int:
+        out = subprocess.run(["git", "-C", str(self.root), "rev-list", "--count", "HEAD"], capture_output=True, text=True)
+        return int(out.stdout.strip()) if out.returncode == 0 else 0
+
+    def head(self) -> str:
+        return self("rev-parse", "HEAD").strip()
+
+    def last_author(self) -> str:
+        return self("log", "-1", "--format=%an <%ae>").strip()
+
+    def last_message(self) -> str:
+        return self("log", "-1", "--format=%B").strip()
+
+    def status(self) -> str:
+        return self("status", "--porcelain")
+
+    def files(self) -> list[str]:
+        return sorted(self("ls-files").split())
+
+    def commit_file(self, path: str, content: str, message: str = "Edit by hand") -> None:
+        """Write and commit a file as an editor would, outside the API."""
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        self("add", path)
+        self("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", message)
+
+
+class Client:
+    """A test client that signs in as one role (or nobody)."""
+
+    def __init__(self, flask_client, role: str | None):
+        self.c = flask_client
+        self.headers = {}
+        if role:
+            token = base64.b64encode(f"{role}:{PASSWORDS[role]}".encode()).decode()
+            self.headers["Authorization"] = f"Basic {token}"
+
+    def _call(self, method, path, **kwargs):
+        headers = {**self.headers, **kwargs.pop("headers", {})}
+        url = path if path.startswith("/") and not path.startswith(API + "/") and path != API else path
+        if not url.startswith(API) and not url.startswith("/it/"):
+            url = API + url
+        return getattr(self.c, method)(url, headers=headers, **kwargs)
+
+    def get(self, path, **kw):
+        return self._call("get", path, **kw)
+
+    def head(self, path, **kw):
+        return self._call("head", path, **kw)
+
+    def post(self, path, **kw):
+        return self._call("post", path, **kw)
+
+    def put(self, path, **kw):
+        return self._call("put", path, **kw)
+
+    def patch(self, path, **kw):
+        return self._call("patch", path, **kw)
+
+    def delete(self, path, **kw):
+        return self._call("delete", path, **kw)
+
+
+@pytest.fixture
+def as_role(app):
+    """``as_role("editor")`` -> a client signed in with that role; ``as_role(None)`` -> anonymous."""
+    flask_client = app.test_client()
+    return lambda role: Client(flask_client, role)
+
+
+@pytest.fixture
+def admin(as_role):
+    return as_role("administrator")
+
+
+@pytest.fixture
+def anon(as_role):
+    return as_role(None)
+
+
+@pytest.fixture
+def factory(admin):
+    """Create records through the API (as administrator) and return their JSON."""
+    class Factory:
+        counter = 0
+
+        def _unique(self, prefix):
+            Factory.counter += 1
+            return f"{prefix} {Factory.counter}"
+
+        def event(self, **fields):
+            body = {"title": self._unique("Event"), "start_date": "tomorrow 10am", "end_date": "tomorrow 12pm", **fields}
+            r = admin.post("/events", json=body)
+            assert r.status_code == 201, r.get_json()
+            return r.get_json()
+
+        def venue(self, **fields):
+            r = admin.post("/venues", json={"venue": self._unique("Venue"), **fields})
+            assert r.status_code == 201, r.get_json()
+            return r.get_json()
+
+        def organizer(self, **fields):
+            r = admin.post("/organizers", json={"organizer": self._unique("Organizer"), **fields})
+            assert r.status_code == 201, r.get_json()
+            return r.get_json()
+
+        def category(self, **fields):
+            r = admin.post("/categories", json={"name": self._unique("Category"), **fields})
+            assert r.status_code == 201, r.get_json()
+            return r.get_json()
+
+        def tag(self, **fields):
+            r = admin.post("/tags", json={"name": self._unique("Tag"), **fields})
+            assert r.status_code == 201, r.get_json()
+            return r.get_json()
+
+    return Factory()
