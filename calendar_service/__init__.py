@@ -20,6 +20,7 @@ from .accounts import Accounts
 from .catalog import Catalog
 from .config import Settings
 from .errors import ApiError, no_route
+from .search import SearchIndex
 from .service import CalendarService
 from .store import GitStore
 
@@ -36,8 +37,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
     open_repository(store, settings)
     accounts = Accounts(settings.users_file)
-    service = CalendarService(settings, store, Catalog(store), accounts)
-    service.snapshot()  # load now rather than on the first request
+    index = SearchIndex(settings.index_dir, settings.tz)
+    service = CalendarService(settings, store, Catalog(store), accounts, index)
+    # load the records now rather than on the first request; bring the index up to date
+    # (inline when few files changed since it was last written, in the background otherwise)
+    index.ensure(service.snapshot(), store)
     app.extensions["calendar"] = service
     atexit.register(store.close)
 

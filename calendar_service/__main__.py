@@ -1,6 +1,7 @@
 """Command line: ``python -m calendar_service COMMAND``.
 
 Commands:
+  reindex                      rebuild the search index in full (with a progress bar)
   user add NAME --role ROLE [--email E] [--name N] [--password P]
   user list | user remove NAME | user passwd NAME [--password P]
   user token NAME [--label L] | user revoke NAME TOKEN_ID
@@ -46,9 +47,38 @@ def cmd_user(options) -> int:
     return 0
 
 
+def cmd_reindex(options) -> int:
+    import time
+
+    from .catalog import Catalog
+    from .search import SearchIndex, progress_bar
+    from .store import GitStore
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch)
+    if not store.exists():
+        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    snapshot = Catalog(store).current()
+    loaded = time.monotonic()
+    count = SearchIndex(settings.index_dir, settings.tz).rebuild_now(snapshot, progress_bar)
+    done = time.monotonic()
+    rate = count / (done - loaded) if done > loaded else 0
+    print(f"indexed {count} events of commit {snapshot.commit[:12] if snapshot.commit else '-'} "
+          f"(read {len(snapshot.files)} files in {loaded - started:.1f} s, indexed in {done - loaded:.1f} s, "
+          f"{rate:.0f} events/s)")
+    for problem in snapshot.problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    store.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
     commands = parser.add_subparsers(dest="command", required=True)
+    reindex = commands.add_parser("reindex", help="rebuild the search index (CALENDAR_INDEX_DIR) in full")
+    reindex.set_defaults(func=cmd_reindex)
     user = commands.add_parser("user", help="manage accounts (users file: CALENDAR_USERS_FILE)")
     actions = user.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="create an account")

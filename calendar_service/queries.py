@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from whoosh.analysis import StemmingAnalyzer
+
 from . import dates, permissions
 from .accounts import User
 from .catalog import Snapshot
@@ -87,8 +89,18 @@ def utc_bounds(snapshot: Snapshot, event: Record, site_tz) -> tuple[datetime, da
     return start, end
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in re.split(r"\s+", text.lower().strip()) if w]
+_ANALYZER = StemmingAnalyzer()
+
+
+def search_words(text: str) -> list[str]:
+    """The words of a search as the index sees them (lowercased, stop words dropped, stemmed)."""
+    return [t.text for t in _ANALYZER(text)]
+
+
+def text_matches(words: list[str], text: str) -> bool:
+    """Whether every word is a word of ``text`` or the beginning of one (as the index matches)."""
+    tokens = {t.text for t in _ANALYZER(text)}
+    return all(w in tokens or any(t.startswith(w) for t in tokens) for w in words)
 
 
 def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
@@ -98,7 +110,7 @@ def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
 def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Page:
     """Events matching ``q`` that ``user`` may list, ordered by start, publish date, id."""
     selected = []
-    words = _words(q.search) if q.search else []
+    words = search_words(q.search) if q.search else []
     include = set(q.include) if q.include is not None else None
     for event in snapshot.all(EVENTS):
         data = event.data
@@ -115,8 +127,8 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
         if q.ticketed:  # nothing here sells tickets
             continue
         if words:
-            haystack = " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description")).lower()
-            if not all(w in haystack for w in words):
+            haystack = " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description"))
+            if not text_matches(words, haystack):
                 continue
         for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
                             ("organizer", q.organizers)):

@@ -12,12 +12,13 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timezone
 
-from . import dates, errors, permissions, queries, records, text
+from . import dates, errors, permissions, queries, records, search, text
 from .accounts import Accounts, User
 from .catalog import Catalog, Snapshot
 from .config import Settings
 from .errors import ApiError
 from .records import Record
+from .search import SearchIndex
 from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, TAGS, VENUES, Resource
 from .store import BranchMoved, GitStore, StoreError
 
@@ -138,11 +139,13 @@ class WritePlan:
 class CalendarService:
     """Reads and writes records for the HTTP layer (and the command line)."""
 
-    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, accounts: Accounts):
+    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, accounts: Accounts,
+                 index: SearchIndex | None = None):
         self.settings = settings
         self.store = store
         self.catalog = catalog
         self.accounts = accounts
+        self.index = index
 
     @property
     def site_tz(self):
@@ -164,7 +167,16 @@ class CalendarService:
             raise errors.plugin_error(f"{resource.singular}-not-accessible")
 
     def list_events(self, query: queries.EventQuery, user: User | None) -> queries.Page:
-        return queries.events(self.snapshot(), query, user, self.site_tz)
+        """Events for a list request: from the search index when it reflects the branch head,
+        otherwise (while it catches up) by scanning, with the same results."""
+        snapshot = self.snapshot()
+        if self.index is not None:
+            view = self.index.view(snapshot, self.store)
+            if view is not None:
+                page = search.events(view, snapshot, query, user)
+                if page is not None:
+                    return page
+        return queries.events(snapshot, query, user, self.site_tz)
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None) -> queries.Page:
         return queries.linked(self.snapshot(), resource, query, user, self.site_tz)

@@ -1,0 +1,449 @@
+"""The Whoosh index: derived data that answers event lists fast, always rebuildable from git.
+
+One Whoosh document per event file, holding what the list filters need: UTC start and end
+as epoch seconds (computed from each event's own time zone when the file is indexed), the
+publication date, status, author, flags, the raw references to categories, tags, venues
+and organizers (ids and, where editors wrote them, slugs), and the analysed text of title,
+excerpt and description.
+
+The index records the commit it reflects (``STATE``). When the branch moves, ``sync``
+applies only the files changed since that commit; a missing, stale, corrupt or
+old-schema index is rebuilt (small repositories inline, large ones in a background
+thread). One writer at a time across processes (a file lock); readers never wait: while
+the index is behind the branch, lists are answered by scanning the snapshot, with the same
+results.
+
+Reading is built for speed: a searcher stays open until the index changes, and per index
+generation the start/end/publish columns are read once and the events are kept sorted by
+(start, publish date, id), so a date window is a bisect and filters are set lookups.
+"""
+from __future__ import annotations
+
+import bisect
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from whoosh import fields, index as whoosh_index
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.query import And, Or, Prefix, Term
+
+from . import dates, permissions
+from .catalog import Snapshot
+from .queries import EventQuery, Page, search_words
+from .records import Record
+from .resources import EVENTS
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+INLINE_LIMIT = 500          # changes up to this many files are applied in the request that notices them
+_ANALYZER = StemmingAnalyzer()
+
+
+def make_schema() -> fields.Schema:
+    keyword = dict(commas=True, scorable=False, lowercase=False)
+    return fields.Schema(
+        path=fields.ID(stored=True, unique=True),
+        rid=fields.NUMERIC(stored=True, bits=64, sortable=True),
+        status=fields.ID(),
+        author=fields.ID(),
+        start=fields.NUMERIC(bits=64, signed=True, sortable=True),
+        end=fields.NUMERIC(bits=64, signed=True, sortable=True),
+        pub=fields.NUMERIC(bits=64, signed=True, sortable=True),
+        flags=fields.KEYWORD(**keyword),
+        parent=fields.ID(),
+        categories=fields.KEYWORD(**keyword),
+        tags=fields.KEYWORD(**keyword),
+        venue=fields.KEYWORD(**keyword),
+        organizer=fields.KEYWORD(**keyword),
+        text=fields.TEXT(analyzer=_ANALYZER),
+    )
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def event_document(record: Record, site_tz) -> dict:
+    """The index document of one event."""
+    data = record.data
+    tz = dates.zone(data.get("timezone"), site_tz)
+    start = dates.read_local(data["start_date"], tz)
+    end = dates.read_local(data["end_date"], tz)
+    pub = dates.read_local(data.get("date_utc") or "1970-01-01 00:00:00", timezone.utc)
+    flags = [name for name in ("featured", "hide_from_listings", "sticky") if data.get(name)]
+    doc = {
+        "path": record.path,
+        "rid": record.id,
+        "status": record.status,
+        "author": str(data.get("author") or 0),
+        "start": _epoch(start),
+        "end": _epoch(end),
+        "pub": _epoch(pub),
+        "flags": ",".join(flags) or None,
+        "parent": str(data["post_parent"]) if data.get("post_parent") else None,
+        "text": " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description")),
+    }
+    for key in ("categories", "tags", "venue", "organizer"):
+        refs = [str(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
+        doc[key] = ",".join(refs) or None
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+class IndexView:
+    """One generation of the index, opened once and shared by every request until the next."""
+
+    def __init__(self, ix, commit: str):
+        self.commit = commit
+        self.searcher = ix.searcher()
+        reader = self.searcher.reader()
+        self.reader = reader
+        live = [d for d in reader.all_doc_ids()]
+        rids = reader.column_reader("rid")
+        starts = reader.column_reader("start")
+        ends = reader.column_reader("end")
+        pubs = reader.column_reader("pub")
+        self.rid = {d: rids[d] for d in live}
+        self.start = {d: starts[d] for d in live}
+        self.end = {d: ends[d] for d in live}
+        self.pub = {d: pubs[d] for d in live}
+        self.order = sorted(live, key=lambda d: (self.start[d], self.pub[d], self.rid[d]))
+        self.sorted_starts = [self.start[d] for d in self.order]
+        self.by_rid = {rid: d for d, rid in self.rid.items()}
+        self._sets: dict[tuple[str, str], frozenset] = {}
+        self._searches: dict[str, frozenset] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.searcher.close()
+
+    def docs(self, field: str, term: str) -> frozenset:
+        """Documents carrying ``term`` in ``field`` (cached for this generation)."""
+        key = (field, term)
+        found = self._sets.get(key)
+        if found is None:
+            try:
+                found = frozenset(self.reader.postings(field, term).all_ids())
+            except Exception:  # whoosh raises TermNotFound
+                found = frozenset()
+            with self._lock:
+                self._sets[key] = found
+        return found
+
+    def any_of(self, field: str, terms) -> frozenset:
+        result: set = set()
+        for term in terms:
+            result |= self.docs(field, term)
+        return frozenset(result)
+
+    def search(self, text: str) -> frozenset:
+        """Events whose title, excerpt or description contain every word (stemmed, or as a prefix)."""
+        found = self._searches.get(text)
+        if found is None:
+            words = search_words(text)
+            if not words:
+                found = frozenset(self.order)
+            else:
+                query = And([Or([Term("text", w), Prefix("text", w)]) for w in words])
+                found = frozenset(self.searcher.docs_for_query(query))
+            with self._lock:
+                if len(self._searches) > 1000:
+                    self._searches.clear()
+                self._searches[text] = found
+        return found
+
+
+class SearchIndex:
+    """The index on disk, its state, and keeping it in step with the branch."""
+
+    def __init__(self, directory: Path, site_tz):
+        self.directory = Path(directory)
+        self.site_tz = site_tz
+        self._view: IndexView | None = None
+        self._lock = threading.Lock()
+        self._building = False
+
+    @property
+    def whoosh_dir(self) -> Path:
+        return self.directory / "whoosh"
+
+    @property
+    def state_file(self) -> Path:
+        return self.directory / "STATE.json"
+
+    def state(self) -> dict | None:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _write_state(self, commit: str | None) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"commit": commit, "schema": SCHEMA_VERSION,
+                                   "updated": datetime.now(timezone.utc).isoformat()}))
+        os.replace(tmp, self.state_file)
+
+    @contextlib.contextmanager
+    def _writer_lock(self, blocking: bool):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------------- reading
+
+    def view(self, snapshot: Snapshot, store) -> IndexView | None:
+        """The index generation for ``snapshot``'s commit, or None while the index is behind."""
+        view = self._view
+        if view is not None and view.commit == snapshot.commit:
+            return view
+        state = self.state()
+        if not state or state.get("schema") != SCHEMA_VERSION or state.get("commit") != snapshot.commit:
+            self.ensure(snapshot, store)
+            state = self.state()
+            if not state or state.get("commit") != snapshot.commit:
+                return None
+        with self._lock:
+            if self._view is None or self._view.commit != snapshot.commit:
+                try:
+                    ix = whoosh_index.open_dir(str(self.whoosh_dir))
+                    new_view = IndexView(ix, snapshot.commit)
+                except Exception as exc:
+                    # a rebuild in another process may be swapping directories; if the index is
+                    # really broken, a full sync under the writer lock rebuilds it
+                    log.warning("the search index cannot be read (%s)", exc)
+                    self._repair(snapshot, store)
+                    return None
+                old, self._view = self._view, new_view
+                if old is not None:
+                    old.close()
+            return self._view
+
+    # ------------------------------------------------------------------------- writing
+
+    def ensure(self, snapshot: Snapshot, store, blocking: bool = False) -> None:
+        """Bring the index to ``snapshot``'s commit: inline for small changes, in the background otherwise."""
+        state = self.state()
+        if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") == snapshot.commit:
+            return
+        changes = None
+        if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") and snapshot.commit:
+            try:
+                changes = store.changed_files(state["commit"], snapshot.commit)
+            except Exception:
+                changes = None  # the indexed commit is gone (history rewritten): rebuild
+        if blocking or (changes is not None and len(changes) <= INLINE_LIMIT):
+            self.sync(snapshot, store, changes, blocking=blocking)
+            return
+        with self._lock:
+            if self._building:
+                return
+            self._building = True
+
+        def work():
+            try:
+                self.sync(snapshot, store, changes, blocking=True)
+            except Exception:
+                log.exception("building the search index failed")
+            finally:
+                self._building = False
+
+        threading.Thread(target=work, name="calendar-index", daemon=True).start()
+
+    def _repair(self, snapshot: Snapshot, store) -> None:
+        def work():
+            with self._writer_lock(True):
+                try:
+                    whoosh_index.open_dir(str(self.whoosh_dir)).searcher().close()
+                    return
+                except Exception:
+                    pass
+                self._write_state(None)
+            self.sync(snapshot, store, None, blocking=True)
+
+        threading.Thread(target=work, name="calendar-index-repair", daemon=True).start()
+
+    def rebuild_now(self, snapshot: Snapshot, progress=None) -> int:
+        """Rebuild the whole index for ``snapshot`` (waits for any other writer). Returns the count."""
+        with self._writer_lock(True):
+            return self.rebuild(snapshot, progress)
+
+    def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None) -> bool:
+        """Apply ``changes`` (path -> blob or None) or rebuild; returns False when another writer is busy."""
+        with self._writer_lock(blocking) as locked:
+            if not locked:
+                return False
+            state = self.state()
+            if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") == snapshot.commit:
+                return True
+            usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
+                      and whoosh_index.exists_in(str(self.whoosh_dir)))
+            if not usable:
+                self.rebuild(snapshot, progress)
+                return True
+            try:
+                ix = whoosh_index.open_dir(str(self.whoosh_dir))
+                writer = ix.writer(timeout=30)
+            except Exception as exc:
+                log.warning("the search index cannot be opened (%s); rebuilding it", exc)
+                self.rebuild(snapshot, progress)
+                return True
+            try:
+                for path, blob in changes.items():
+                    if not path.startswith("events/"):
+                        continue
+                    writer.delete_by_term("path", path)
+                    entry = snapshot.files.get(path)
+                    record = entry[1] if entry else None
+                    if blob and record is not None and snapshot.get(EVENTS, record.id) is record:
+                        writer.add_document(**event_document(record, self.site_tz))
+                writer.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                raise
+            self._write_state(snapshot.commit)
+            return True
+
+    def rebuild(self, snapshot: Snapshot, progress=None) -> int:
+        """Index every event of ``snapshot`` into a fresh directory, then swap it in. Returns the count.
+
+        Must be called with the writer lock held.
+        """
+        started = time.monotonic()
+        build_dir = self.directory / f"build-{os.getpid()}"
+        shutil.rmtree(build_dir, ignore_errors=True)
+        build_dir.mkdir(parents=True)
+        ix = whoosh_index.create_in(str(build_dir), make_schema())
+        writer = ix.writer(limitmb=256)
+        events = snapshot.all(EVENTS)
+        total = len(events)
+        for n, record in enumerate(events, 1):
+            writer.add_document(**event_document(record, self.site_tz))
+            if progress and (n % 500 == 0 or n == total):
+                progress(n, total)
+        writer.commit()
+        old = self.directory / f"old-{os.getpid()}"
+        if self.whoosh_dir.exists():
+            os.replace(self.whoosh_dir, old)
+        os.replace(build_dir, self.whoosh_dir)
+        shutil.rmtree(old, ignore_errors=True)
+        self._write_state(snapshot.commit)
+        log.info("indexed %d events in %.1f s", total, time.monotonic() - started)
+        return total
+
+
+# ----------------------------------------------------------------------------- queries
+
+
+def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | None:
+    """Answer an event list from the index; None when the query needs the scanning path (geo)."""
+    if q.geoloc is not None or q.near is not None:
+        return None
+    if q.ticketed:
+        return Page([], 0, q.page, q.per_page)
+    allowed = _status_docs(view, q.statuses, user)
+    hidden = view.docs("flags", "hide_from_listings")
+    filters: list[frozenset] = []
+    for field, wanted, target in (("categories", q.categories, "categories"), ("tags", q.tags, "tags"),
+                                  ("venue", q.venues, "venues"), ("organizer", q.organizers, "organizers")):
+        if wanted is not None:
+            filters.append(view.any_of(field, _ref_terms(snapshot, target, wanted)))
+    if q.search:
+        filters.append(view.search(q.search))
+    if q.post_parent is not None:
+        filters.append(view.docs("parent", str(q.post_parent)))
+    featured = view.docs("flags", "featured") if q.featured is not None else None
+    filters.sort(key=len)
+    if q.include is not None:
+        wanted_docs = [view.by_rid[i] for i in dict.fromkeys(q.include) if i in view.by_rid]
+        candidates = sorted(wanted_docs, key=lambda d: (view.pub[d], view.rid[d]))
+        dated = False
+    else:
+        lo, hi = 0, len(view.order)
+        if q.start is not None:
+            lo = max(lo, bisect.bisect_left(view.sorted_starts, _epoch(q.start)))
+        if q.starts_after is not None:
+            lo = max(lo, bisect.bisect_right(view.sorted_starts, _epoch(q.starts_after)))
+        if q.starts_before is not None:
+            hi = min(hi, bisect.bisect_left(view.sorted_starts, _epoch(q.starts_before)))
+        candidates = view.order[lo:hi] if lo < hi else []
+        dated = True
+    end_max = _epoch(q.end) if q.end is not None else None
+    ends_before = _epoch(q.ends_before) if q.ends_before is not None else None
+    ends_after = _epoch(q.ends_after) if q.ends_after is not None else None
+    matched = []
+    for doc in candidates:
+        if doc not in allowed or doc in hidden:
+            continue
+        if featured is not None and (doc in featured) != q.featured:
+            continue
+        if any(doc not in f for f in filters):
+            continue
+        if dated:
+            end = view.end[doc]
+            if end_max is not None and end > end_max:
+                continue
+            if ends_before is not None and not end < ends_before:
+                continue
+            if ends_after is not None and not end > ends_after:
+                continue
+        matched.append(doc)
+    first = (q.page - 1) * q.per_page
+    items = [snapshot.get(EVENTS, view.rid[d]) for d in matched[first:first + q.per_page]]
+    return Page([r for r in items if r is not None], len(matched), q.page, q.per_page)
+
+
+def _status_docs(view: IndexView, statuses, user) -> frozenset:
+    docs = set()
+    for status in statuses:
+        found = view.docs("status", status)
+        if status == "private" and not (user is not None and user.can("read_private_posts")):
+            found = found & view.docs("author", str(user.id)) if user is not None else frozenset()
+        elif status != "publish" and user is None:
+            found = frozenset()
+        docs |= found
+    return frozenset(docs)
+
+
+def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:
+    """Index terms for records ``ids``: their ids, and their slugs (editors may reference by slug)."""
+    from .resources import RESOURCES
+    resource = RESOURCES[target]
+    terms = []
+    for rid in ids:
+        terms.append(str(rid))
+        record = snapshot.get(resource, rid)
+        if record is not None:
+            terms.append(record.slug)
+    return terms
+
+
+def progress_bar(done: int, total: int) -> None:
+    """A plain progress bar on standard error, for ``reindex``."""
+    width = 40
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} events")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
