@@ -183,7 +183,8 @@ LINKED_SEARCH_KEYS = {
 def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | None, site_tz) -> Page:
     """Venues or organizers matching ``q``, newest publication first."""
     key = "venue" if resource.name == "venues" else "organizer"
-    words = [w for w in re.split(r"[^\w-]+", (q.search or "").lower()) if w] if q.search else []
+    # words are split on anything but letters, digits and "-" (as the original does)
+    words = [w for w in re.split(r"(?:[^\w-]|_)+", (q.search or "").lower()) if w] if q.search else []
     now = datetime.now(timezone.utc)
     selected = []
     for record in snapshot.all(resource):
@@ -197,7 +198,7 @@ def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | 
         if q.event is not None and not any(e.id == q.event for e in events):
             continue
         if q.has_events is not None:
-            has = any(e.status not in ("draft", "pending", "trash") for e in events)
+            has = any(e.status not in ("draft", "pending") for e in events)
             if has != q.has_events:
                 continue
         if q.only_with_upcoming:

@@ -239,6 +239,7 @@ class CalendarService:
                 self._unlink(plan, ref_key, current)
             if resource.kind == "term":
                 plan.remove(current)
+                self._reparent_children(plan, current)
                 return f'Delete {resource.singular} {record.id} "{current.title}"', None
             data = dict(current.data)
             data["status"] = "trash"
@@ -248,6 +249,17 @@ class CalendarService:
 
         result = self._write(build, user)
         return record if result is None else result
+
+    def _reparent_children(self, plan: WritePlan, term: Record) -> None:
+        """Children of a deleted category move up to its parent, as WordPress does."""
+        if term.resource is not CATEGORIES:
+            return
+        for child in plan.snapshot.all(CATEGORIES):
+            if child.data.get("parent") == term.id:
+                data = dict(child.data)
+                data["parent"] = term.data.get("parent") or None
+                plan.put(CATEGORIES, data, old_path=child.path)
+                plan.notes.append(f"Move category {child.id} up to parent {data['parent'] or 0}")
 
     def _unlink(self, plan: WritePlan, key: str, target: Record) -> None:
         for event in plan.snapshot.events_by_ref.get((key, target.id), []):
@@ -385,7 +397,8 @@ class CalendarService:
                 data[key] = args[key] is True or str(args[key]).strip().lower() in ("1", "true", "yes", "on")
             elif creating:
                 data[key] = True
-        if not data.get("stateprovince"):
+        located = any(args.get(k) is not None for k in ("state", "province", "country"))
+        if args.get("stateprovince") in (None, "") and (located or not data.get("stateprovince")):
             state, province, country = data.get("state"), data.get("province"), (data.get("country") or "").strip()
             derived = state if state and country.lower() in ("", "us", "usa", "united states") else province
             data["stateprovince"] = derived or None
@@ -403,8 +416,9 @@ class CalendarService:
             data["parent"] = parent or None
         if creating or args.get("slug") is not None:
             wanted = text.slugify(args.get("slug") or data["name"])
-            if not wanted:
-                raise errors.invalid_param("slug" if args.get("slug") else "name", "Cannot make a slug of this value.")
+            if not wanted and args.get("slug"):
+                raise errors.invalid_param("slug", "A slug needs at least one letter or digit.")
+            wanted = wanted or f"{resource.singular}-{data['id']}"  # names without ASCII letters
             clash = snapshot.get_slug(resource, wanted)
             if clash is not None and clash.id != data["id"] or wanted in plan.slugs.get(resource.name, set()):
                 raise ApiError("term_exists", "A term with the name provided already exists with this parent.",

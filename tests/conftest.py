@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
+from argon2 import PasswordHasher
 
 from calendar_service import create_app
 from calendar_service.accounts import ROLES, Accounts
@@ -21,11 +23,22 @@ PASSWORDS = {role: f"{role}-secret-pass" for role in ROLES}
 
 @pytest.fixture(scope="session")
 def users_template(tmp_path_factory) -> Path:
-    """A users file with one account per role (hashing is slow by design: do it once)."""
+    """A users file with one account per role.
+
+    Argon2 is slow by design (~0.1 s a check) and every test builds a new app, so the stored
+    hashes are re-made at Argon2's lowest cost: the real accounts code still verifies every
+    request, only faster.
+    """
     path = tmp_path_factory.mktemp("accounts") / "users.yaml"
     accounts = Accounts(path)
     for role in ROLES:
         accounts.add(role, role, email=f"{role}@example.org", name=role.capitalize(), password=PASSWORDS[role])
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    cheap = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    for entry in raw["users"]:
+        for password in entry["passwords"]:
+            password["hash"] = cheap.hash(PASSWORDS[entry["login"]])
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path
 
 
