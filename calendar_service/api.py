@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 from dateutil.relativedelta import relativedelta
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Response, current_app, request
 
 from . import dates, docs, errors, permissions, queries
 from .accounts import User

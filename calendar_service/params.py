@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import timezone
 from urllib.parse import urlsplit
 
 from . import dates

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from . import dates, text
 from .catalog import Snapshot
 from .records import Record
-from .resources import CATEGORIES, EVENTS, ORGANIZERS, RESOURCES, TAGS, VENUES, Resource
+from .resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES, Resource
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Times are compared as UTC instants computed from each event's own time zone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from whoosh.analysis import StemmingAnalyzer
@@ -16,7 +16,7 @@ from . import dates, permissions
 from .accounts import User
 from .catalog import Snapshot
 from .records import Record
-from .resources import CATEGORIES, EVENTS, TAGS, Resource
+from .resources import CATEGORIES, EVENTS, Resource
 
 
 @dataclass

@@ -8,7 +8,7 @@ checks every key's type and reports problems as ``path:line: message``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import frontmatter
 import yaml

@@ -8,7 +8,7 @@ categories and tags like terms.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 NO_DEFAULT = object()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .resources import EVENTS, POST_TYPES, RESOURCES, TERM_TYPES, Arg, Resource
+from .resources import EVENTS, POST_TYPES, TERM_TYPES, Arg, Resource
 
 NAMESPACE = "calendar/events/v1"
 EDIT = ("POST", "PUT", "PATCH")

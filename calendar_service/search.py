@@ -36,7 +36,7 @@ from whoosh import fields, index as whoosh_index
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.query import And, Or, Prefix, Term
 
-from . import dates, permissions
+from . import dates
 from .catalog import Snapshot
 from .queries import EventQuery, Page, search_words
 from .records import Record

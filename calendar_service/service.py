@@ -19,7 +19,7 @@ from .config import Settings
 from .errors import ApiError
 from .records import Record
 from .search import SearchIndex
-from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, TAGS, VENUES, Resource
+from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, VENUES, Resource
 from .store import BranchMoved, GitStore, StoreError
 
 log = logging.getLogger(__name__)
