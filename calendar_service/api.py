@@ -8,6 +8,7 @@ and records into JSON; they never touch files or git.
 """
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Call:
     present: set
     urls: Urls
     snapshot: object
+    raw: dict = field(default_factory=dict)
     record: Record | None = None
     headers: dict = field(default_factory=dict)
 
@@ -54,8 +56,18 @@ class Call:
     def resource(self) -> Resource:
         return self.route.resource
 
+    def unlocked(self, record: Record) -> bool:
+        """Whether this caller may see a password-protected ``record`` in full."""
+        secret = record.data.get("password")
+        if not secret:
+            return True
+        given = self.raw.get("password")
+        if isinstance(given, str) and hmac.compare_digest(given.encode(), str(secret).encode()):
+            return True
+        return permissions.can_edit(self.user, record)
+
     def presenter(self, snapshot=None) -> Presenter:
-        return Presenter(snapshot or self.service.snapshot(), self.urls, self.service.site_tz)
+        return Presenter(snapshot or self.service.snapshot(), self.urls, self.service.site_tz, self.unlocked)
 
 
 def service() -> CalendarService:
@@ -86,7 +98,7 @@ def dispatch(rest: str):
     args, present = validate(endpoint, raw, CheckContext(snapshot, user, svc.accounts, svc.site_tz), svc)
     base = request.host_url.rstrip("/")
     urls = Urls(rest_base=base + PREFIX, site=svc.settings.site_url or base)
-    call = Call(route, endpoint, svc, user, args, present, urls, snapshot)
+    call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw)
     call.record = resolve_record(call)
     authorize(call)
     body, status = HANDLERS[endpoint.handler](call)
@@ -183,6 +195,7 @@ def resolve_record(call: Call) -> Record | None:
     for key in ("id", "slug"):
         value = args.get(key)
         if isinstance(value, Record):
+            del args[key]  # the path names the record; it is not a field to write
             return value
     if call.resource is EVENTS and isinstance(args.get("id"), int):
         return call.snapshot.ids["posts"].get(args["id"])
@@ -243,12 +256,8 @@ def handle_single(call: Call):
 
 
 def _check_event_password(call: Call, record: Record) -> None:
-    import hmac
-    secret = record.data.get("password")
-    if not secret or permissions.can_edit(call.user, record):
-        return
-    given = call.args.get("password")
-    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), str(secret).encode()):
+    """A protected event's single read needs its password (compared in constant time)."""
+    if not call.unlocked(record):
         raise errors.plugin_error("event-password-protected")
 
 
@@ -290,13 +299,15 @@ def _links(call: Call, echo: list[tuple[str, object]], page: int, has_next: bool
     base = call.urls.rest(resource.name) + "/"
 
     def url(params, page_no=None):
+        # as the original: the request's parameters, then `page` appended (none for page 1)
         pairs = [(k, v) for k, v in params if k != "page"]
         if page_no is not None:
-            pairs = [("page", page_no)] + pairs if params and params[0][0] == "page" else pairs + [("page", page_no)]
+            pairs.append(("page", page_no))
         query = urlencode([(k, _echo_value(v)) for k, v in pairs])
         return base + ("?" + query if query else "")
 
-    links = {"rest_url": url(echo, page if any(k == "page" for k, _ in echo) else None)}
+    query = urlencode([(k, _echo_value(v)) for k, v in echo])
+    links = {"rest_url": base + ("?" + query if query else "")}
     if has_next:
         links["next_rest_url"] = url(echo, page + 1)
     if has_prev:

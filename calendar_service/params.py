@@ -392,11 +392,25 @@ def _term_list(value, ctx, arg):
 
 
 def _linked(resource):
+    """A venue or organizer value of an event payload: ids, or objects that would pass its own create checks."""
     def check(value, ctx, arg):
         try:
-            parse_linked(value, resource, ctx.snapshot)
+            items = parse_linked(value, resource, ctx.snapshot)
         except LinkedValueError as exc:
             raise Invalid(str(exc)) from None
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            for nested in resource.create_args:
+                if item.get(nested.name) is None:
+                    continue
+                try:
+                    if nested.check:
+                        CHECKS[nested.check](item[nested.name], ctx, nested)
+                    else:
+                        coerce(nested, item[nested.name])
+                except Invalid as exc:
+                    raise Invalid(f"{arg.name}[{nested.name}]: {exc.reason}") from None
         return value
     return check
 

@@ -38,13 +38,64 @@ class Urls:
         return f"{self.host_path}?id={record_id}"
 
 
-class Presenter:
-    """Turns records of one snapshot into API objects."""
+# BEHAVIOR.md 12: what a password-protected record shows to someone without its password.
+# Only keys present are replaced, also inside embedded objects.
+_BLANKED = {
+    "description": "", "excerpt": "", "image": False, "all_day": None, "cost": "",
+    "cost_details": {"currency_symbol": "", "currency_position": "", "currency_code": "", "values": []},
+    "website": "", "show_map": None, "show_map_link": None, "hide_from_listings": None, "sticky": None,
+    "featured": None, "categories": [], "tags": [], "venue": [], "organizer": [], "ticketed": None,
+    "is_virtual": None, "virtual_url": "", "virtual_video_source": "",
+    "attendance": {"total_attendees": None, "checked_in": None, "not_checked_in": None},
+    "custom_fields": [], "email": "", "phone": "", "geo_lat": 0, "geo_lng": 0, "stateprovince": "", "zip": "",
+    "province": "", "country": "", "city": "", "address": "",
+}
 
-    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz):
+
+def blank_protected(obj):
+    """A copy of ``obj`` with the protected fields replaced, recursively."""
+    if isinstance(obj, list):
+        return [blank_protected(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for key, value in obj.items():
+        if key in _BLANKED:
+            replacement = _BLANKED[key]
+            out[key] = dict(replacement) if isinstance(replacement, dict) else (
+                list(replacement) if isinstance(replacement, list) else replacement)
+        elif isinstance(value, (dict, list)) and key != "json_ld":
+            out[key] = blank_protected(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _all_unlocked(record) -> bool:
+    return True
+
+
+class Presenter:
+    """Turns records of one snapshot into API objects.
+
+    ``unlocked(record)`` says whether the caller may see a password-protected record in
+    full (it gave the password, or may edit the record); others get it blanked.
+    """
+
+    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked=_all_unlocked):
         self.snapshot = snapshot
         self.urls = urls
         self.site_tz = site_tz
+        self.unlocked = unlocked
+
+    def _guard(self, record: Record, obj: dict) -> dict:
+        if record.data.get("password") and not self.unlocked(record):
+            guarded = blank_protected({k: v for k, v in obj.items() if k != "json_ld"})
+            if "json_ld" in obj:
+                guarded["json_ld"] = {k: v for k, v in obj["json_ld"].items()
+                                      if k in ("@context", "@type", "name", "url", "startDate", "endDate")}
+            return guarded
+        return obj
 
     # ------------------------------------------------------------------------- shared
 
@@ -99,7 +150,7 @@ class Presenter:
         cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
                                             data.get("currency_position") or "", data.get("currency_code") or "")
         permalink = self.urls.permalink(EVENTS, record.slug)
-        venues = [self.venue(v) for v in self.snapshot.refs(record, "venue")]
+        venues = [self.venue(v, single) for v in self.snapshot.refs(record, "venue")]
         out = {
             "id": record.id,
             **self._global_ids(record),
@@ -135,12 +186,12 @@ class Presenter:
             "categories": [self.embedded_term(t) for t in self.snapshot.refs(record, "categories")],
             "tags": [self.embedded_term(t) for t in self.snapshot.refs(record, "tags")],
             "venue": venues[0] if len(venues) == 1 else venues,
-            "organizer": [self.organizer(o) for o in self.snapshot.refs(record, "organizer")],
+            "organizer": [self.organizer(o, single) for o in self.snapshot.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
         if single:
             out["json_ld"] = self.event_json_ld(record, out, start, end)
-        return out
+        return self._guard(record, out)
 
     @staticmethod
     def _custom_fields(value) -> dict | list:
@@ -221,7 +272,7 @@ class Presenter:
         out["show_map"] = data.get("show_map", True) is not False
         out["show_map_link"] = data.get("show_map_link", True) is not False
         out.update(self._global_ids(record))
-        return out
+        return self._guard(record, out)
 
     def venue_json_ld(self, record: Record) -> dict:
         data = record.data
@@ -267,7 +318,7 @@ class Presenter:
         if single:
             out["json_ld"] = self.organizer_json_ld(record)
         out.update(self._global_ids(record))
-        return {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})}
+        return self._guard(record, {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})})
 
     def organizer_json_ld(self, record: Record) -> dict:
         data = record.data

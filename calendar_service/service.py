@@ -309,6 +309,19 @@ class CalendarService:
             return record
         return None
 
+    @staticmethod
+    def _planned_duplicate(plan: WritePlan, resource: Resource, item: dict) -> int | None:
+        """The id of a record this same write creates with the same name (and description)."""
+        name = str(item.get(resource.title_key) or "").strip().lower()
+        description = item.get("description")
+        for (kind, record_id), data in plan.records.items():
+            if kind != resource.name or str(data.get(resource.title_key) or "").strip().lower() != name:
+                continue
+            if description not in (None, "") and (data.get("description") or "").strip() != str(description).strip():
+                continue
+            return record_id
+        return None
+
     def _apply(self, plan: WritePlan, resource: Resource, data: dict, args: dict, user: User, creating: bool) -> dict:
         now = dates.fmt(dates.utc_now())
         if resource.kind == "term":
@@ -468,6 +481,10 @@ class CalendarService:
             duplicate = self._find_duplicate(plan.snapshot, resource, item)
             if duplicate is not None:
                 ids.append(duplicate.id)
+                continue
+            created = self._planned_duplicate(plan, resource, item)
+            if created is not None:
+                ids.append(created)
                 continue
             record_id = plan.new_id(resource)
             allowed = {a.name for a in resource.create_args}
