@@ -13,7 +13,7 @@ import fcntl
 import logging
 import os
 
-from flask import Flask, request
+from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
 
 from .accounts import Accounts
@@ -31,6 +31,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. ``test_config`` holds setting overrides by field name (see ``config.Settings``)."""
     settings = Settings.from_env(**(test_config or {}))
     app = Flask(__name__)
+    app.wsgi_app = NamespaceCase(app.wsgi_app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
@@ -69,6 +70,20 @@ def create_app(test_config: dict | None = None) -> Flask:
         error = ApiError("rest_internal_error", "The server could not complete the request.", 500)
         return json_response(error.body(), 500)
 
+    @app.before_request
+    def limit_body():
+        # Flask enforces MAX_CONTENT_LENGTH only on bodies it reads; refuse any larger body up front
+        if request.content_length is not None and request.content_length > settings.max_body_bytes:
+            raise ApiError("rest_request_too_large",
+                           f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+
+    @app.after_request
+    def allow_header(response):
+        allow = getattr(g, "calendar_allow", None)
+        if allow is not None and "Allow" not in response.headers:
+            response.headers["Allow"] = allow
+        return response
+
     @app.after_request
     def cors(response):
         origin = request.headers.get("Origin")
@@ -82,6 +97,22 @@ def create_app(test_config: dict | None = None) -> Flask:
         return response
 
     return app
+
+
+class NamespaceCase:
+    """WSGI middleware: the namespace part of a path matches case-insensitively, as in WordPress."""
+
+    PREFIX = "/calendar/events/v1"
+
+    def __init__(self, wsgi_app):
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        head = path[: len(self.PREFIX)]
+        if head != self.PREFIX and head.lower() == self.PREFIX:
+            environ["PATH_INFO"] = self.PREFIX + path[len(self.PREFIX):]
+        return self.wsgi_app(environ, start_response)
 
 
 def open_repository(store: GitStore, settings: Settings) -> None:

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 from dateutil.relativedelta import relativedelta
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 from . import dates, docs, errors, permissions, queries
 from .accounts import User
@@ -87,6 +87,7 @@ def dispatch(rest: str):
     if found is None:
         raise errors.no_route()
     route, path_values = found
+    g.calendar_allow = ", ".join(route.methods)  # errors of a matched route carry Allow too
     if method == "OPTIONS":
         return Response(status=204, headers={"Allow": ", ".join(route.methods)})
     endpoint = route.endpoint_for(method)
@@ -100,10 +101,10 @@ def dispatch(rest: str):
     urls = Urls(rest_base=base + PREFIX, site=svc.settings.site_url or base)
     call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw)
     call.record = resolve_record(call)
+    g.calendar_allow = ", ".join(allowed_methods(call))
     authorize(call)
     body, status = HANDLERS[endpoint.handler](call)
     response = json_response(body, status)
-    response.headers["Allow"] = ", ".join(route.methods)
     for key, value in call.headers.items():
         response.headers[key] = value
     return response
@@ -111,7 +112,7 @@ def dispatch(rest: str):
 
 def json_response(body, status: int = 200) -> Response:
     return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), status=status,
-                    mimetype="application/json", headers={"Content-Type": "application/json; charset=UTF-8"})
+                    headers={"Content-Type": "application/json; charset=UTF-8"})
 
 
 def authenticate(svc: CalendarService) -> User | None:
@@ -138,7 +139,7 @@ def gather(path_values: dict) -> dict:
             if data.strip():
                 try:
                     body = json.loads(data)
-                except (ValueError, UnicodeDecodeError) as exc:
+                except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                     raise ApiError("rest_invalid_json", f"Invalid JSON body passed: {exc}".split(": line")[0], 400) from None
                 if not isinstance(body, dict):
                     raise ApiError("rest_invalid_json", "The JSON body must be an object.", 400)
@@ -202,22 +203,34 @@ def resolve_record(call: Call) -> Record | None:
     return None
 
 
-def authorize(call: Call) -> None:
-    rule = call.endpoint.permission
+def permitted(call: Call, endpoint: Endpoint) -> bool:
+    """Whether the caller passes ``endpoint``'s permission check for the addressed record."""
+    rule = endpoint.permission
     user, record, resource = call.user, call.record, call.resource
     if rule == "public":
-        return
+        return True
     if rule == "create":
-        allowed = permissions.can_create(user, resource)
-    elif record is None or record.resource is not resource:
+        return permissions.can_create(user, resource)
+    if record is None or record.resource is not resource:
         # unknown ids fall back to the general capability so the handler can answer 404
-        allowed = user is not None and user.can("edit_posts" if rule == "edit" else "delete_posts")
-    elif rule == "edit":
-        allowed = permissions.can_edit(user, record)
-    else:
-        allowed = permissions.can_delete(user, record)
-    if not allowed:
-        raise errors.forbidden(user is not None)
+        return user is not None and user.can("edit_posts" if rule == "edit" else "delete_posts")
+    if rule == "edit":
+        return permissions.can_edit(user, record)
+    return permissions.can_delete(user, record)
+
+
+def allowed_methods(call: Call) -> list[str]:
+    """The route's methods this caller may use (WordPress' Allow header)."""
+    methods: list[str] = []
+    for endpoint in call.route.endpoints:
+        if permitted(call, endpoint):
+            methods.extend(m for m in endpoint.methods if m not in methods)
+    return methods
+
+
+def authorize(call: Call) -> None:
+    if not permitted(call, call.endpoint):
+        raise errors.forbidden(call.user is not None)
 
 
 # ----------------------------------------------------------------------------- handlers

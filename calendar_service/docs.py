@@ -49,14 +49,17 @@ _INT = {"type": "integer"}
 _BOOL = {"type": "boolean"}
 
 SCHEMAS = {
+    "ImageSize": {"type": "object", "properties": {"width": _INT, "height": _INT, "mime-type": _STRING,
+                                                   "filesize": _INT, "url": _STRING}},
     "DateDetails": {"type": "object", "properties": {k: {"type": "string"} for k in
                                                      ("year", "month", "day", "hour", "minutes", "seconds")}},
     "CostDetails": {"type": "object", "properties": {
         "currency_symbol": _STRING, "currency_code": _STRING,
         "currency_position": {"type": "string", "enum": ["prefix", "postfix", ""]},
         "values": {"type": "array", "items": _STRING}}},
-    "Image": {"type": "object", "properties": {"url": _STRING, "id": _INT, "extension": _STRING,
-                                               "width": _INT, "height": _INT}},
+    "Image": {"type": "object", "properties": {
+        "url": _STRING, "id": _INT, "extension": _STRING, "width": _INT, "height": _INT, "filesize": _INT,
+        "sizes": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/ImageSize"}}}},
     "Term": {"type": "object", "properties": {
         "id": _INT, "count": _INT, "description": _STRING, "name": _STRING, "slug": _STRING, "taxonomy": _STRING,
         "parent": _INT, "meta": {"type": "array", "items": {}}, "url": _STRING,

@@ -54,7 +54,7 @@ _CACHE: dict[str, re.Pattern] = {}
 
 def _compiled(pattern: str) -> re.Pattern:
     if pattern not in _CACHE:
-        _CACHE[pattern] = re.compile(pattern + r"\Z", re.I)
+        _CACHE[pattern] = re.compile(pattern + r"\Z", re.I | re.ASCII)  # \d is 0-9 only, as in PCRE
     return _CACHE[pattern]
 
 
@@ -86,6 +86,7 @@ def build_routes() -> tuple[Route, ...]:
         ident = (_id_arg(resource),) + extra
         slug = (_slug_arg(resource),)
         update_args = tuple(a for a in resource.update_args() if a.name != "slug")
+        # the original registers no `password` on by-slug routes; a `password` sent there still unlocks
         routes += [
             Route(f"/{resource.name}", (
                 Endpoint(("GET",), "archive", resource.archive_args),
@@ -97,10 +98,10 @@ def build_routes() -> tuple[Route, ...]:
                 Endpoint(EDIT, "update", ident + resource.update_args(), "edit"),
             ), resource),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
-                Endpoint(("GET",), "single", slug + extra),
-                Endpoint(("DELETE",), "delete", slug + extra, "delete"),
+                Endpoint(("GET",), "single", slug),
+                Endpoint(("DELETE",), "delete", slug, "delete"),
                 # the path's slug names the record; renaming goes through the id route
-                Endpoint(EDIT, "update", slug + extra + update_args, "edit"),
+                Endpoint(EDIT, "update", slug + update_args, "edit"),
             ), resource),
         ]
     for resource in TERM_TYPES:
