@@ -429,7 +429,7 @@ def _events_archive(call: Call):
             setattr(query, key, args[key])
             echo.append((key, args[key]))
     if "strict_dates" in present:
-        echo.append(("strict_dates", strict))
+        echo.append(("strict_dates", "true" if strict else "false"))
     result = call.service.list_events(query, call.user)
     return _post_list(call, EVENTS, result, echo, "event")
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from whoosh import fields, index as whoosh_index
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.query import And, Or, Prefix, Term
+from whoosh.reading import TermNotFound
 
 from . import dates
 from .catalog import Snapshot
@@ -44,7 +45,7 @@ from .resources import EVENTS
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 INLINE_LIMIT = 500          # changes up to this many files are applied in the request that notices them
 _ANALYZER = StemmingAnalyzer()
 
@@ -54,6 +55,7 @@ def make_schema() -> fields.Schema:
     return fields.Schema(
         path=fields.ID(stored=True, unique=True),
         rid=fields.NUMERIC(stored=True, bits=64, sortable=True),
+        rid_key=fields.ID(),
         status=fields.ID(),
         author=fields.ID(),
         start=fields.NUMERIC(bits=64, signed=True, sortable=True),
@@ -73,6 +75,20 @@ def _epoch(moment: datetime) -> int:
     return int(moment.timestamp())
 
 
+def _bound(moment: datetime) -> float:
+    """A query bound as epoch seconds, fractions kept (stored times are whole seconds)."""
+    return moment.timestamp()
+
+
+def ref_term(ref) -> str:
+    """The index term of a reference as written in a file: ``#12`` for an id, ``s:slug`` for a slug.
+
+    Kept apart so that a slug made of digits is never mistaken for an id (the catalog reads
+    a digits-only reference as an id).
+    """
+    return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
+
+
 def event_document(record: Record, site_tz) -> dict:
     """The index document of one event."""
     data = record.data
@@ -84,6 +100,7 @@ def event_document(record: Record, site_tz) -> dict:
     doc = {
         "path": record.path,
         "rid": record.id,
+        "rid_key": str(record.id),
         "status": record.status,
         "author": str(data.get("author") or 0),
         "start": _epoch(start),
@@ -94,7 +111,7 @@ def event_document(record: Record, site_tz) -> dict:
         "text": " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description")),
     }
     for key in ("categories", "tags", "venue", "organizer"):
-        refs = [str(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
+        refs = [ref_term(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
         doc[key] = ",".join(refs) or None
     return {k: v for k, v in doc.items() if v is not None}
 
@@ -107,15 +124,13 @@ class IndexView:
         self.searcher = ix.searcher()
         reader = self.searcher.reader()
         self.reader = reader
-        live = [d for d in reader.all_doc_ids()]
-        rids = reader.column_reader("rid")
-        starts = reader.column_reader("start")
-        ends = reader.column_reader("end")
-        pubs = reader.column_reader("pub")
-        self.rid = {d: rids[d] for d in live}
-        self.start = {d: starts[d] for d in live}
-        self.end = {d: ends[d] for d in live}
-        self.pub = {d: pubs[d] for d in live}
+        live = list(reader.all_doc_ids())
+        self.rid, self.start, self.end, self.pub = {}, {}, {}, {}
+        if live:  # whoosh has no columns to read in an index without documents
+            for name, target in (("rid", self.rid), ("start", self.start), ("end", self.end), ("pub", self.pub)):
+                column = reader.column_reader(name)
+                for d in live:
+                    target[d] = column[d]
         self.order = sorted(live, key=lambda d: (self.start[d], self.pub[d], self.rid[d]))
         self.sorted_starts = [self.start[d] for d in self.order]
         self.by_rid = {rid: d for d, rid in self.rid.items()}
@@ -134,7 +149,7 @@ class IndexView:
         if found is None:
             try:
                 found = frozenset(self.reader.postings(field, term).all_ids())
-            except Exception:  # whoosh raises TermNotFound
+            except TermNotFound:
                 found = frozenset()
             with self._lock:
                 self._sets[key] = found
@@ -182,14 +197,22 @@ class SearchIndex:
         return self.directory / "STATE.json"
 
     def state(self) -> dict | None:
+        """What the index on disk reflects; None when there is none we can use.
+
+        An index made with another schema or another site time zone (events without a
+        zone of their own were indexed in it) is as good as none.
+        """
         try:
-            return json.loads(self.state_file.read_text())
+            state = json.loads(self.state_file.read_text())
         except (FileNotFoundError, ValueError):
             return None
+        if state.get("schema") != SCHEMA_VERSION or state.get("site_timezone") != self.site_tz.key:
+            return None
+        return state
 
     def _write_state(self, commit: str | None) -> None:
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"commit": commit, "schema": SCHEMA_VERSION,
+        tmp.write_text(json.dumps({"commit": commit, "schema": SCHEMA_VERSION, "site_timezone": self.site_tz.key,
                                    "updated": datetime.now(timezone.utc).isoformat()}))
         os.replace(tmp, self.state_file)
 
@@ -218,7 +241,7 @@ class SearchIndex:
         if view is not None and view.commit == snapshot.commit:
             return view
         state = self.state()
-        if not state or state.get("schema") != SCHEMA_VERSION or state.get("commit") != snapshot.commit:
+        if not state or state.get("commit") != snapshot.commit:
             self.ensure(snapshot, store)
             state = self.state()
             if not state or state.get("commit") != snapshot.commit:
@@ -244,15 +267,16 @@ class SearchIndex:
     def ensure(self, snapshot: Snapshot, store, blocking: bool = False) -> None:
         """Bring the index to ``snapshot``'s commit: inline for small changes, in the background otherwise."""
         state = self.state()
-        if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") == snapshot.commit:
+        if state and state.get("commit") == snapshot.commit:
             return
         changes = None
-        if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") and snapshot.commit:
+        if state and state.get("commit") and snapshot.commit:
             try:
                 changes = store.changed_files(state["commit"], snapshot.commit)
             except Exception:
                 changes = None  # the indexed commit is gone (history rewritten): rebuild
-        if blocking or (changes is not None and len(changes) <= INLINE_LIMIT):
+        work_size = len(changes) if changes is not None else len(snapshot.by_id[EVENTS.name])
+        if blocking or work_size <= INLINE_LIMIT:
             self.sync(snapshot, store, changes, blocking=blocking)
             return
         with self._lock:
@@ -270,14 +294,23 @@ class SearchIndex:
 
         threading.Thread(target=work, name="calendar-index", daemon=True).start()
 
-    def _repair(self, snapshot: Snapshot, store) -> None:
+    def invalidate(self, snapshot: Snapshot, store) -> None:
+        """The index gave an error while reading: stop using it and rebuild it in the background."""
+        with self._lock:
+            old, self._view = self._view, None
+        if old is not None:
+            old.close()
+        self._repair(snapshot, store, force=True)
+
+    def _repair(self, snapshot: Snapshot, store, force: bool = False) -> None:
         def work():
             with self._writer_lock(True):
-                try:
-                    whoosh_index.open_dir(str(self.whoosh_dir)).searcher().close()
-                    return
-                except Exception:
-                    pass
+                if not force:
+                    try:
+                        whoosh_index.open_dir(str(self.whoosh_dir)).searcher().close()
+                        return
+                    except Exception:
+                        pass
                 self._write_state(None)
             self.sync(snapshot, store, None, blocking=True)
 
@@ -294,7 +327,7 @@ class SearchIndex:
             if not locked:
                 return False
             state = self.state()
-            if state and state.get("schema") == SCHEMA_VERSION and state.get("commit") == snapshot.commit:
+            if state and state.get("commit") == snapshot.commit:
                 return True
             usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
                       and whoosh_index.exists_in(str(self.whoosh_dir)))
@@ -309,14 +342,7 @@ class SearchIndex:
                 self.rebuild(snapshot, progress)
                 return True
             try:
-                for path, blob in changes.items():
-                    if not path.startswith("events/"):
-                        continue
-                    writer.delete_by_term("path", path)
-                    entry = snapshot.files.get(path)
-                    record = entry[1] if entry else None
-                    if blob and record is not None and snapshot.get(EVENTS, record.id) is record:
-                        writer.add_document(**event_document(record, self.site_tz))
+                self._apply(ix, writer, snapshot, changes)
                 writer.commit()
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -324,6 +350,34 @@ class SearchIndex:
                 raise
             self._write_state(snapshot.commit)
             return True
+
+    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict) -> None:
+        """Re-index the events whose files changed, and every id those files held or hold.
+
+        Two files may claim one id (the catalog serves the first and reports the other), so
+        a change to one file can make an unchanged file the one that is served: documents
+        are replaced per id, not only per path.
+        """
+        paths = [p for p in changes if p.startswith("events/")]
+        if not paths:
+            return
+        ids: set[int] = set()
+        with ix.searcher() as searcher:
+            for path in paths:
+                stored = searcher.document(path=path)
+                if stored is not None:
+                    ids.add(stored["rid"])
+        for path in paths:
+            writer.delete_by_term("path", path)
+            entry = snapshot.files.get(path)
+            record = entry[1] if entry else None
+            if record is not None:
+                ids.add(record.id)
+        for rid in ids:
+            writer.delete_by_term("rid_key", str(rid))
+            record = snapshot.get(EVENTS, rid)
+            if record is not None:
+                writer.add_document(**event_document(record, self.site_tz))
 
     def rebuild(self, snapshot: Snapshot, progress=None) -> int:
         """Index every event of ``snapshot`` into a fresh directory, then swap it in. Returns the count.
@@ -382,16 +436,16 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
     else:
         lo, hi = 0, len(view.order)
         if q.start is not None:
-            lo = max(lo, bisect.bisect_left(view.sorted_starts, _epoch(q.start)))
+            lo = max(lo, bisect.bisect_left(view.sorted_starts, _bound(q.start)))
         if q.starts_after is not None:
-            lo = max(lo, bisect.bisect_right(view.sorted_starts, _epoch(q.starts_after)))
+            lo = max(lo, bisect.bisect_right(view.sorted_starts, _bound(q.starts_after)))
         if q.starts_before is not None:
-            hi = min(hi, bisect.bisect_left(view.sorted_starts, _epoch(q.starts_before)))
+            hi = min(hi, bisect.bisect_left(view.sorted_starts, _bound(q.starts_before)))
         candidates = view.order[lo:hi] if lo < hi else []
         dated = True
-    end_max = _epoch(q.end) if q.end is not None else None
-    ends_before = _epoch(q.ends_before) if q.ends_before is not None else None
-    ends_after = _epoch(q.ends_after) if q.ends_after is not None else None
+    end_max = _bound(q.end) if q.end is not None else None
+    ends_before = _bound(q.ends_before) if q.ends_before is not None else None
+    ends_after = _bound(q.ends_after) if q.ends_after is not None else None
     matched = []
     for doc in candidates:
         if doc not in allowed or doc in hidden:
@@ -432,10 +486,10 @@ def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:
     resource = RESOURCES[target]
     terms = []
     for rid in ids:
-        terms.append(str(rid))
+        terms.append(ref_term(rid))
         record = snapshot.get(resource, rid)
         if record is not None:
-            terms.append(record.slug)
+            terms.append(ref_term(record.slug))
     return terms
 
 

