@@ -1,10 +1,11 @@
 """The records of one commit, parsed and held in memory, following the branch as it moves.
 
-A ``Snapshot`` is immutable: every record of a commit by resource, id and slug, plus the
-problems found in files that could not be served. ``Catalog.current()`` checks the branch
-head (a file read) and, when it moved, builds the next snapshot from the previous one by
-reading only the files that changed. Files are read from git objects, never from the
-working tree, so a reader sees committed content only and never a half-written file.
+A ``Snapshot`` is immutable: every record of a commit by resource, id and slug, which
+events point at which venues, organizers and terms, and the problems found in files that
+could not be served. ``Catalog.current()`` checks the branch head (a file read) and, when
+it moved, builds the next snapshot from the previous one, reading and re-indexing only
+the files that changed. Files are read from git objects, never from the working tree, so
+a reader sees committed content only and never a half-written file.
 """
 from __future__ import annotations
 
@@ -14,40 +15,135 @@ from functools import cached_property
 
 from . import records
 from .records import Problem, Record
-from .resources import EVENTS, RESOURCES, Resource
+from .resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
 from .store import GitStore
 
 log = logging.getLogger(__name__)
+
+REF_KEYS = tuple(EVENT_REFERENCES)
+
+
+def ref_term(ref) -> str:
+    """How an event file's reference is keyed: ``#12`` for an id, ``s:slug`` for a slug.
+
+    A digits-only string is an id (the loader turns it into an int), never a slug.
+    """
+    return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
+
+
+def _event_refs(event: Record):
+    for key in REF_KEYS:
+        for ref in event.data.get(key) or []:
+            if isinstance(ref, (int, str)) and str(ref):
+                yield key, ref_term(ref)
 
 
 class Snapshot:
     """Every record at one commit."""
 
-    def __init__(self, commit: str | None, files: dict[str, tuple[str, Record | None, tuple]]):
+    def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
+                 changed: set[str] | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
+        self.memo: dict = {}  # derived values (presented objects...) valid for this commit only
+        if previous is None or changed is None or previous._conflicts or not self._advance(previous, changed):
+            self._build()
+
+    # ------------------------------------------------------------------------- building
+
+    def _build(self) -> None:
         self.by_id: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
         self.by_slug: dict[str, dict[str, Record]] = {name: {} for name in RESOURCES}
         self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
-        self.problems: list[Problem] = []
-        for path in sorted(files):
-            blob, record, problems = files[path]
-            self.problems.extend(problems)
+        self.refs_index: dict[tuple[str, str], set[int]] = {}
+        self.published_refs: dict[tuple[str, str], set[int]] = {}
+        self._conflicts: list[Problem] = []
+        self._copied: set = set()
+        for path in sorted(self.files):
+            record = self.files[path][1]
             if record is None:
                 continue
-            resource = record.resource
-            space = self.ids[resource.id_space]
-            if record.id in space:
-                other = space[record.id]
-                self.problems.append(Problem(path, 1, f"id {record.id} is already used by {other.path}"))
+            conflict = self._conflict(record)
+            if conflict:
+                self._conflicts.append(Problem(path, 1, conflict))
                 continue
-            if record.slug in self.by_slug[resource.name]:
-                other = self.by_slug[resource.name][record.slug]
-                self.problems.append(Problem(path, 1, f"slug {record.slug!r} is already used by {other.path}"))
+            self._add(record)
+        self._copied = None
+
+    def _advance(self, previous: "Snapshot", changed: set[str]) -> bool:
+        """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed."""
+        self.by_id = {name: dict(m) for name, m in previous.by_id.items()}
+        self.by_slug = {name: dict(m) for name, m in previous.by_slug.items()}
+        self.ids = {name: dict(m) for name, m in previous.ids.items()}
+        self.refs_index = dict(previous.refs_index)
+        self.published_refs = dict(previous.published_refs)
+        self._conflicts = []
+        self._copied = set()
+        for path in changed:
+            old = previous.files.get(path)
+            old_record = old[1] if old else None
+            if old_record is not None:
+                self._remove(old_record)
+        for path in sorted(changed):
+            entry = self.files.get(path)
+            record = entry[1] if entry else None
+            if record is None:
                 continue
-            space[record.id] = record
-            self.by_id[resource.name][record.id] = record
-            self.by_slug[resource.name][record.slug] = record
+            if self._conflict(record):
+                return False  # two files claim one id or slug: let the full build decide who wins
+            self._add(record)
+        self._copied = None
+        return True
+
+    def _conflict(self, record: Record) -> str | None:
+        other = self.ids[record.resource.id_space].get(record.id)
+        if other is not None:
+            return f"id {record.id} is already used by {other.path}"
+        other = self.by_slug[record.resource.name].get(record.slug)
+        if other is not None:
+            return f"slug {record.slug!r} is already used by {other.path}"
+        return None
+
+    def _add(self, record: Record) -> None:
+        resource = record.resource
+        self.ids[resource.id_space][record.id] = record
+        self.by_id[resource.name][record.id] = record
+        self.by_slug[resource.name][record.slug] = record
+        if resource is EVENTS:
+            published = record.status == "publish"
+            for key, term in _event_refs(record):
+                self._set(self.refs_index, (key, term)).add(record.id)
+                if published:
+                    self._set(self.published_refs, (key, term)).add(record.id)
+
+    def _remove(self, record: Record) -> None:
+        resource = record.resource
+        if self.by_id[resource.name].get(record.id) is not record:
+            return
+        del self.by_id[resource.name][record.id]
+        del self.ids[resource.id_space][record.id]
+        if self.by_slug[resource.name].get(record.slug) is record:
+            del self.by_slug[resource.name][record.slug]
+        if resource is EVENTS:
+            for key, term in _event_refs(record):
+                for index in (self.refs_index, self.published_refs):
+                    if (key, term) in index:
+                        self._set(index, (key, term)).discard(record.id)
+
+    def _set(self, index: dict, key) -> set:
+        """The set for ``key``, copied first if it is still shared with the previous snapshot."""
+        marker = (id(index), key)
+        if self._copied is not None and marker not in self._copied:
+            self._copied.add(marker)
+            index[key] = set(index.get(key, ()))
+        return index.setdefault(key, set())
+
+    # ------------------------------------------------------------------------- reading
+
+    @cached_property
+    def problems(self) -> list[Problem]:
+        found = [p for path in sorted(self.files) for p in self.files[path][2]]
+        return found + self._conflicts
 
     def get(self, resource: Resource, record_id: int) -> Record | None:
         return self.by_id[resource.name].get(record_id)
@@ -70,7 +166,6 @@ class Snapshot:
 
     def refs(self, event: Record, key: str) -> list[Record]:
         """The records an event's ``key`` (categories, tags, venue, organizer) points at, in order."""
-        from .resources import EVENT_REFERENCES
         target = EVENT_REFERENCES[key]
         found, seen = [], set()
         for ref in event.data.get(key) or []:
@@ -80,15 +175,19 @@ class Snapshot:
                 found.append(record)
         return found
 
-    @cached_property
-    def events_by_ref(self) -> dict[tuple[str, int], list[Record]]:
-        """(key, target id) -> the events pointing at it, for counts and linked filters."""
-        index: dict[tuple[str, int], list[Record]] = {}
-        for event in self.by_id[EVENTS.name].values():
-            for key in ("categories", "tags", "venue", "organizer"):
-                for target in self.refs(event, key):
-                    index.setdefault((key, target.id), []).append(event)
-        return index
+    def _referencing_ids(self, index: dict, key: str, target: Record) -> set[int]:
+        by_id = index.get((key, f"#{target.id}"), set())
+        by_slug = index.get((key, f"s:{target.slug}"))
+        return by_id | by_slug if by_slug else by_id
+
+    def events_referencing(self, key: str, target: Record) -> list[Record]:
+        """The events whose ``key`` points at ``target`` (by id or by slug), any status."""
+        events = self.by_id[EVENTS.name]
+        return [events[i] for i in sorted(self._referencing_ids(self.refs_index, key, target)) if i in events]
+
+    def published_count(self, key: str, target: Record) -> int:
+        """How many published events point at ``target`` (a term's ``count``)."""
+        return len(self._referencing_ids(self.published_refs, key, target))
 
     def next_id(self, resource: Resource) -> int:
         return max(self.ids[resource.id_space], default=0) + 1
@@ -117,9 +216,8 @@ class Catalog:
         if head is None:
             return Snapshot(None, {})
         if previous.commit is None:
-            wanted = self.store.list_files(head)
+            changed = self.store.list_files(head)
             files: dict = {}
-            changed = wanted
         else:
             changed = self.store.changed_files(previous.commit, head)
             files = dict(previous.files)
@@ -138,4 +236,6 @@ class Catalog:
                 if problem.severity == "error":
                     log.warning("skipping %s", problem)
             files[path] = (blob, record, tuple(problems))
-        return Snapshot(head, files)
+        if previous.commit is None:
+            return Snapshot(head, files)
+        return Snapshot(head, files, previous, set(changed))

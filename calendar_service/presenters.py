@@ -337,7 +337,7 @@ class Presenter:
 
     def term_count(self, record: Record) -> int:
         key = "categories" if record.resource is CATEGORIES else "tags"
-        return sum(1 for e in self.snapshot.events_by_ref.get((key, record.id), ()) if e.status == "publish")
+        return self.snapshot.published_count(key, record)
 
     def _term_urls(self, record: Record) -> dict:
         name = record.resource.name

@@ -194,7 +194,7 @@ def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | 
             fields = [str(record.data.get(k) or "").lower() for k in LINKED_SEARCH_KEYS[resource.name]]
             if not any(all(w in f for w in words) for f in fields):
                 continue
-        events = snapshot.events_by_ref.get((key, record.id), [])
+        events = snapshot.events_referencing(key, record)
         if q.event is not None and not any(e.id == q.event for e in events):
             continue
         if q.has_events is not None:

@@ -38,7 +38,7 @@ from whoosh.query import And, Or, Prefix, Term
 from whoosh.reading import TermNotFound
 
 from . import dates
-from .catalog import Snapshot
+from .catalog import Snapshot, ref_term
 from .queries import EventQuery, Page, search_words
 from .records import Record
 from .resources import EVENTS
@@ -78,15 +78,6 @@ def _epoch(moment: datetime) -> int:
 def _bound(moment: datetime) -> float:
     """A query bound as epoch seconds, fractions kept (stored times are whole seconds)."""
     return moment.timestamp()
-
-
-def ref_term(ref) -> str:
-    """The index term of a reference as written in a file: ``#12`` for an id, ``s:slug`` for a slug.
-
-    Kept apart so that a slug made of digits is never mistaken for an id (the catalog reads
-    a digits-only reference as an id).
-    """
-    return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
 
 
 def event_document(record: Record, site_tz) -> dict:

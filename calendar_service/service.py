@@ -267,7 +267,7 @@ class CalendarService:
                 plan.notes.append(f"Move category {child.id} up to parent {data['parent'] or 0}")
 
     def _unlink(self, plan: WritePlan, key: str, target: Record) -> None:
-        for event in plan.snapshot.events_by_ref.get((key, target.id), []):
+        for event in plan.snapshot.events_referencing(key, target):
             data = dict(plan.records.get((EVENTS.name, event.id)) or event.data)
             kept = [ref for ref in data.get(key) or [] if plan.snapshot.resolve(target.resource, ref) is not target]
             data[key] = kept

@@ -601,3 +601,47 @@ def test_concurrent_writes_from_two_app_instances(make_app, repo):
     # both instances see all of them
     for app in apps:
         assert Client(app.test_client(), None).get("/tags?per_page=50&hide_empty=false").get_json()["total"] == 16
+
+
+def test_incremental_snapshots_equal_a_full_build(app, admin, factory, repo):
+    """A snapshot advanced commit by commit must hold exactly what a fresh load of the commit holds."""
+    import random
+
+    from calendar_service.catalog import Catalog
+    from calendar_service.resources import EVENTS, RESOURCES, TAGS, VENUES
+
+    service = app.extensions["calendar"]
+    rng = random.Random(7)
+    venues = [factory.venue() for _ in range(3)]
+    tags = [factory.tag() for _ in range(3)]
+    events = [factory.event(venue=v["id"], tags=[t["id"]]) for v, t in zip(venues, tags)]
+    for step in range(14):
+        action = step % 4
+        if action == 0:
+            events.append(factory.event(venue=rng.choice(venues)["id"], tags=[rng.choice(tags)["id"]]))
+        elif action == 1:
+            target = rng.choice(events)
+            body = {"tags": [rng.choice(tags)["id"]], "status": rng.choice(["publish", "draft"])}
+            assert admin.post(f"/events/{target['id']}", json=body).status_code == 200
+        elif action == 2:
+            victim = venues.pop(rng.randrange(len(venues)))
+            assert admin.delete(f"/venues/{victim['id']}").status_code == 200
+            venues.append(factory.venue())
+        else:  # an editor references a venue by slug, outside the API
+            slug = rng.choice(venues)["slug"]
+            repo.commit_file(f"events/by-hand-{step}.md",
+                             f"---\nid: {9000 + step}\ntitle: By hand {step}\nstart_date: '2030-01-01 10:00:00'\n"
+                             f"end_date: '2030-01-01 11:00:00'\nvenue: [{slug}]\ntags: [{tags[0]['id']}]\n---\nBody\n")
+        incremental = service.snapshot()
+        fresh = Catalog(service.store).current()
+        assert incremental.commit == fresh.commit == repo.head()
+        for name in RESOURCES:
+            assert {i: r.path for i, r in incremental.by_id[name].items()} == \
+                {i: r.path for i, r in fresh.by_id[name].items()}, (step, name)
+            assert set(incremental.by_slug[name]) == set(fresh.by_slug[name]), (step, name)
+        for venue in fresh.all(VENUES):
+            assert [e.id for e in incremental.events_referencing("venue", venue)] == \
+                [e.id for e in fresh.events_referencing("venue", venue)], step
+        for tag in fresh.all(TAGS):
+            assert incremental.published_count("tags", tag) == fresh.published_count("tags", tag), step
+        assert len(incremental.all(EVENTS)) == len(fresh.all(EVENTS))
