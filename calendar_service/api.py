@@ -490,7 +490,7 @@ def _terms_archive(call: Call):
     result = call.service.list_terms(call.resource, query, presenter.term_count)
     links = _links(call, echo, result.page, result.page < result.total_pages, result.page > 1, call.resource)
     body = {"rest_url": links.pop("rest_url"), "total": result.total, "total_pages": result.total_pages,
-            call.resource.name: [presenter.term(r) for r in result.items]}
+            call.resource.name: [presenter.present(r) for r in result.items]}
     body.update(links)
     _totals(call, result)
     return body, 200

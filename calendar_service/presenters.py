@@ -125,15 +125,35 @@ class Presenter:
         return image
 
     def present(self, record: Record, single: bool = False) -> dict:
-        """The API object of any record."""
+        """The API object of any record.
+
+        Objects are remembered for the snapshot's commit (content is immutable per commit),
+        unless a password-protected record is involved: what those show depends on the caller.
+        Callers must not change the returned objects.
+        """
+        key = ("present", record.resource.name, record.id, single, self.urls)
+        cached = self.snapshot.memo.get(key)
+        if cached is not None:
+            return cached
         resource = record.resource
         if resource is EVENTS:
-            return self.event(record, single)
-        if resource is VENUES:
-            return self.venue(record, single)
-        if resource is ORGANIZERS:
-            return self.organizer(record, single)
-        return self.term(record)
+            out = self.event(record, single)
+        elif resource is VENUES:
+            out = self.venue(record, single)
+        elif resource is ORGANIZERS:
+            out = self.organizer(record, single)
+        else:
+            out = self.term(record)
+        if not self._involves_password(record):
+            self.snapshot.memo[key] = out
+        return out
+
+    def _involves_password(self, record: Record) -> bool:
+        if record.data.get("password"):
+            return True
+        if record.resource is EVENTS:
+            return any(r.data.get("password") for key in ("venue", "organizer") for r in self.snapshot.refs(record, key))
+        return False
 
     # ------------------------------------------------------------------------- events
 
