@@ -470,11 +470,14 @@ class Runner:
         self.budget = budget
         self.auth = {"Authorization": "Basic " + base64.b64encode(f"{ADMIN_LOGIN}:{ADMIN_PASSWORD}".encode()).decode()}
 
-    def measure(self, name: str, request, expect: int = 200, warmup: int = WARMUP) -> dict:
-        """``request(k)`` sends request number k (distinct k, distinct query) and returns the response."""
+    def measure(self, name: str, request, expect: int = 200, warmup: int = WARMUP, after=None) -> dict:
+        """``request(k)`` sends request number k (distinct k, distinct query) and returns the response;
+        ``after(k)``, when given, runs after each request, outside the timing."""
         errors: list[str] = []
         for j in range(warmup):
             request(self.repeat + 1000 + j)
+            if after:
+                after(self.repeat + 1000 + j)
         samples: list[float] = []
         sample_body = None
         started = time.perf_counter()
@@ -482,6 +485,8 @@ class Runner:
             t0 = time.perf_counter()
             response = request(k)
             samples.append((time.perf_counter() - t0) * 1000)
+            if after:
+                after(k)
             if response.status_code != expect:
                 if len(errors) < 3:
                     errors.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
@@ -655,15 +660,16 @@ def phase_serve(cfg: dict) -> dict:
 
     def update(k: int):
         target = update_targets[k % len(update_targets)][0]
-        response = runner.post(f"/events/{target}", {
+        return runner.post(f"/events/{target}", {
             "title": f"Updated Event {k}", "description": f"Updated by the benchmark, round {k}. " * 8})
-        # then the default list, timed apart: it brings the index up to date with that one commit
+
+    def list_after_update(k: int):
+        # the default list right after each update, timed apart: it brings the index up to that commit
         t1 = time.perf_counter()
         runner.get("/events")
         list_after.append((time.perf_counter() - t1) * 1000)
-        return response
 
-    row, _ = runner.measure("write: update event (POST to id)", update, expect=200)
+    row, _ = runner.measure("write: update event (POST to id)", update, expect=200, after=list_after_update)
     row["kind"], row["mode"] = "write", "index"
     rows.append(row)
     if cfg.get("profile"):
@@ -679,7 +685,7 @@ def phase_serve(cfg: dict) -> dict:
     say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
     commits_after = int(run_git(work / "content", "rev-list", "--count", "HEAD").strip())
     result["write_commits"] = commits_after - commits_before
-    result["writes_sent"] = sum(r["n"] + WARMUP for r in rows if r["kind"] == "write")
+    result["writes_sent"] = sum(r["n"] + WARMUP for r in rows if r["kind"] == "write") + (10 if cfg.get("profile") else 0)
     result["rss_end_mb"] = rss_mb()
     service.store.close()
 
@@ -736,13 +742,15 @@ def profile_lists(runner: Runner, service, rows: list[dict], lists: dict, cfg: d
 def profile_requests(name: str, count: int, request, size: int) -> dict:
     say(f"{size}: profiling {name} over {count} requests")
     profiler = cProfile.Profile()
+    started = time.perf_counter()
     profiler.enable()
     try:
         for k in range(count):
             request(k)
     finally:
         profiler.disable()
-    return {"row": name, "requests": count, "top15_cumulative": profile_table(profiler, count)}
+    wall = time.perf_counter() - started
+    return {"row": name, "requests": count, "wall_s": wall, "top15_cumulative": profile_table(profiler, count, wall)}
 
 
 _WRAPPERS = ("/werkzeug/", "/flask/", "/calendar_service/bench.py")
@@ -762,15 +770,16 @@ def _where(filename: str, line: int, func: str) -> str:
     return f"{short}:{line}({func})"
 
 
-def profile_table(profiler: cProfile.Profile, requests: int, top: int = 15) -> str:
+def profile_table(profiler: cProfile.Profile, requests: int, wall: float, top: int = 15) -> str:
     """Top functions by cumulative time, leaving out the test client, Flask and this module
-    (their frames only wrap the request), then the top by own time."""
+    (their frames only wrap the request), then the top by own time. Percentages are of the
+    wall time of the profiled requests."""
     stats = pstats.Stats(profiler)
-    total = stats.total_tt
+    total = wall
     entries = [(key, value) for key, value in stats.stats.items()
                if not any(w in key[0] for w in _WRAPPERS)]
-    lines = [f"{requests} requests, {total:.3f} s profiled ({total / requests * 1000:.1f} ms per request "
-             f"under the profiler); test-client, Flask and bench frames left out",
+    lines = [f"{requests} requests, {total:.3f} s wall time under the profiler ({total / requests * 1000:.1f} ms "
+             f"per request); test-client, Flask and bench frames left out",
              f"{'cum s':>8} {'cum %':>6} {'own s':>8} {'calls':>9}  function"]
     for (filename, line, func), (cc, nc, tt, ct, _) in sorted(entries, key=lambda e: -e[1][3])[:top]:
         lines.append(f"{ct:8.3f} {ct / total * 100:5.1f}% {tt:8.3f} {nc:9d}  {_where(filename, line, func)}")
@@ -812,7 +821,7 @@ def table(size_result: dict) -> str:
         lines.append(f"{name:<58} {text:>12} {ftext:>12} {_ratio(value, floor):>7}")
 
     one("generate files (records.dump)", b["generate_s"])
-    one("initial commit of all files (GitStore.commit) / write+git add -A+commit",
+    one("initial commit, all files, GitStore.commit (floor: git) [a]",
         b["commit_s"], floor=b["floor_bulk_commit_s"])
     if b.get("commit_error"):
         lines.append(f"  !! GitStore.commit raised: {b['commit_error']}")
@@ -843,6 +852,7 @@ def table(size_result: dict) -> str:
     git_floor = s["floors"]["git add + commit"]
     lines += [
         "",
+        "[a] floor: write the same files + `git add -A` + `git commit` in a scratch repository.",
         f"floors: list/single rows = the same body through a trivial route of the same app; writes = "
         f"`git add` + `git commit` of one event file in this repository (p50 {_fmt_ms(git_floor['p50_ms'])} ms, "
         f"p95 {_fmt_ms(git_floor['p95_ms'])} ms, n={git_floor['n']}).",
@@ -952,6 +962,10 @@ def main(argv=None) -> int:
             print(text + "\n", flush=True)
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
+    report["environment_at_end"] = environment()
+    if report["environment_at_end"]["code_commit"] != report["environment"]["code_commit"]:
+        say("WARNING: the service code changed (new commit) while the benchmark ran")
+    json_path.write_text(json.dumps(report, indent=1, default=str))
     (out / f"bench-{stamp}.txt").write_text("\n\n".join(tables) + "\n")
     say(f"results: {json_path}")
     return 0 if all("error" not in e for e in report["sizes"].values()) else 1
