@@ -97,10 +97,20 @@ def search_words(text: str) -> list[str]:
     return [t.text for t in _ANALYZER(text)]
 
 
-def text_matches(words: list[str], text: str) -> bool:
-    """Whether every word is a word of ``text`` or the beginning of one (as the index matches)."""
-    tokens = {t.text for t in _ANALYZER(text)}
+def text_matches(words: list[str], tokens: frozenset) -> bool:
+    """Whether every word is one of ``tokens`` or the beginning of one (as the index matches)."""
     return all(w in tokens or any(t.startswith(w) for t in tokens) for w in words)
+
+
+def event_tokens(event: Record) -> frozenset:
+    """The analysed words of an event's title, excerpt and description (kept on the record,
+    which is immutable for its blob)."""
+    tokens = event.__dict__.get("_tokens")
+    if tokens is None:
+        text = " ".join(str(event.data.get(k) or "") for k in ("title", "excerpt", "description"))
+        tokens = frozenset(t.text for t in _ANALYZER(text))
+        event.__dict__["_tokens"] = tokens
+    return tokens
 
 
 def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
@@ -127,8 +137,7 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
         if q.ticketed:  # nothing here sells tickets
             continue
         if words:
-            haystack = " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description"))
-            if not text_matches(words, haystack):
+            if not text_matches(words, event_tokens(event)):
                 continue
         for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
                             ("organizer", q.organizers)):
