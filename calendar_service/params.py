@@ -235,27 +235,18 @@ def _string_or_empty(value, ctx, arg):
     return text
 
 
-def _term_filter(resource):
-    def check(value, ctx, arg):
-        ids = set()
-        for item in as_list(value):
-            record = ctx.snapshot.resolve(resource, item if not isinstance(item, str) or not item.isdigit() else int(item))
-            if record is None or isinstance(item, (float, dict, list, bool)):
-                raise Invalid()
-            ids.add(record.id)
-        return ids
-    return check
-
-
-def _term_id_list(resource):
+def _terms(resource, collect=list):
+    """Existing terms given by id or slug (CSV or array); ``collect`` builds the result (list or set)."""
     def check(value, ctx, arg):
         ids = []
         for item in as_list(value):
-            record = ctx.snapshot.resolve(resource, item if not isinstance(item, str) or not item.isdigit() else int(item))
-            if record is None or isinstance(item, (float, dict, list, bool)):
+            if isinstance(item, (float, dict, list, bool)):
+                raise Invalid()
+            record = ctx.snapshot.resolve(resource, int(item) if isinstance(item, str) and item.isdigit() else item)
+            if record is None:
                 raise Invalid()
             ids.append(record.id)
-        return ids
+        return collect(ids)
     return check
 
 
@@ -475,8 +466,8 @@ CHECKS = {
     "search": _nonempty,
     "nonempty": _nonempty,
     "string_or_empty": _string_or_empty,
-    "category_filter": _term_filter(CATEGORIES),
-    "tag_filter": _term_filter(TAGS),
+    "category_filter": _terms(CATEGORIES, set),
+    "tag_filter": _terms(TAGS, set),
     "venue_filter": _post_filter(VENUES),
     "organizer_filter": _post_filter(ORGANIZERS),
     "status_filter": _status_filter,
@@ -497,8 +488,8 @@ CHECKS = {
     "order": _order,
     "orderby": _orderby,
     "category_id": _category_parent,
-    "category_list": _term_id_list(CATEGORIES),
-    "tag_list": _term_id_list(TAGS),
+    "category_list": _terms(CATEGORIES),
+    "tag_list": _terms(TAGS),
     # path parameters
     "event_id_format": _digits,
     "venue_record": _existing_id(VENUES),
