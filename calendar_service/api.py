@@ -66,8 +66,11 @@ class Call:
             return True
         return permissions.can_edit(self.user, record)
 
-    def presenter(self, snapshot=None) -> Presenter:
-        return Presenter(snapshot or self.service.snapshot(), self.urls, self.service.site_tz, self.unlocked)
+    def presenter(self, after_write: bool = False) -> Presenter:
+        """Objects of the request's snapshot (one commit for the whole read), or of the branch
+        head after this request's write."""
+        snapshot = self.service.snapshot() if after_write else self.snapshot
+        return Presenter(snapshot, self.urls, self.service.site_tz, self.unlocked)
 
 
 def service() -> CalendarService:
@@ -276,13 +279,13 @@ def _check_event_password(call: Call, record: Record) -> None:
 
 def handle_create(call: Call):
     record, status = call.service.create(call.resource, call.args, call.user)
-    return call.presenter().present(record), status
+    return call.presenter(after_write=True).present(record), status
 
 
 def handle_update(call: Call):
     record = _target(call)
     updated = call.service.update(record, call.args, call.user)
-    return call.presenter().present(updated), 200
+    return call.presenter(after_write=True).present(updated), 200
 
 
 def handle_delete(call: Call):
@@ -292,7 +295,7 @@ def handle_delete(call: Call):
         call.service.delete(record, call.user)
         return before, 200
     deleted = call.service.delete(record, call.user)
-    return call.presenter().present(deleted), 200
+    return call.presenter(after_write=True).present(deleted), 200
 
 
 def handle_archive(call: Call):
@@ -430,7 +433,7 @@ def _events_archive(call: Call):
             echo.append((key, args[key]))
     if "strict_dates" in present:
         echo.append(("strict_dates", "true" if strict else "false"))
-    result = call.service.list_events(query, call.user)
+    result = call.service.list_events(query, call.user, call.snapshot)
     return _post_list(call, EVENTS, result, echo, "event")
 
 
@@ -465,7 +468,7 @@ def _linked_archive(call: Call):
         query.only_with_upcoming = True
         echo.append(("only_with_upcoming", True))
     echo.append(("status", ",".join(query.statuses)))
-    result = call.service.list_linked(call.resource, query, call.user)
+    result = call.service.list_linked(call.resource, query, call.user, call.snapshot)
     return _post_list(call, call.resource, result, echo, call.resource.singular)
 
 
@@ -487,7 +490,7 @@ def _terms_archive(call: Call):
                 "event", "slug"):
         if key in call.present:
             echo.append((key, args[key]))
-    result = call.service.list_terms(call.resource, query, presenter.term_count)
+    result = call.service.list_terms(call.resource, query, presenter.term_count, call.snapshot)
     links = _links(call, echo, result.page, result.page < result.total_pages, result.page > 1, call.resource)
     body = {"rest_url": links.pop("rest_url"), "total": result.total, "total_pages": result.total_pages,
             call.resource.name: [presenter.present(r) for r in result.items]}

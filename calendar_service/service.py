@@ -166,10 +166,10 @@ class CalendarService:
         if not permissions.can_read(user, record):
             raise errors.plugin_error(f"{resource.singular}-not-accessible")
 
-    def list_events(self, query: queries.EventQuery, user: User | None) -> queries.Page:
+    def list_events(self, query: queries.EventQuery, user: User | None, snapshot: Snapshot | None = None) -> queries.Page:
         """Events for a list request: from the search index when it reflects the branch head,
         otherwise (while it catches up) by scanning, with the same results."""
-        snapshot = self.snapshot()
+        snapshot = snapshot or self.snapshot()
         if self.index is not None:
             try:
                 view = self.index.view(snapshot, self.store)
@@ -183,11 +183,13 @@ class CalendarService:
                 return page
         return queries.events(snapshot, query, user, self.site_tz)
 
-    def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None) -> queries.Page:
-        return queries.linked(self.snapshot(), resource, query, user, self.site_tz)
+    def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None,
+                    snapshot: Snapshot | None = None) -> queries.Page:
+        return queries.linked(snapshot or self.snapshot(), resource, query, user, self.site_tz)
 
-    def list_terms(self, resource: Resource, query: queries.TermQuery, count) -> queries.Page:
-        return queries.terms(self.snapshot(), resource, query, count)
+    def list_terms(self, resource: Resource, query: queries.TermQuery, count,
+                   snapshot: Snapshot | None = None) -> queries.Page:
+        return queries.terms(snapshot or self.snapshot(), resource, query, count)
 
     # ------------------------------------------------------------------------- writes
 
