@@ -5,6 +5,8 @@ Commands:
   user add NAME --role ROLE [--email E] [--name N] [--password P]
   user list | user remove NAME | user passwd NAME [--password P]
   user token NAME [--label L] | user revoke NAME TOKEN_ID
+  trash list [--type T] [--older-than DAYS]
+  trash empty --user LOGIN [--type T] [--older-than DAYS] [--yes]
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 
 from .accounts import ROLES, AccountError, Accounts
 from .config import Settings
+from .errors import ApiError
 
 
 def _accounts() -> Accounts:
@@ -74,6 +77,50 @@ def cmd_reindex(options) -> int:
     return 0
 
 
+def cmd_trash(options) -> int:
+    """List the trash, or delete trashed records for good in one commit authored by ``--user``."""
+    from .catalog import Catalog
+    from .resources import RESOURCES
+    from .service import CalendarService
+    from .store import GitStore
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    if not store.exists():
+        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
+        return 2
+    accounts = _accounts()
+    service = CalendarService(settings, store, Catalog(store), accounts)
+    try:
+        resources = [RESOURCES[options.type]] if options.type else None
+        records = service.trashed(resources, options.older_than)
+        for record in records:
+            print(f"{record.resource.singular}\t{record.id}\t{record.path}\t{record.title}")
+        if options.action == "list" or not records:
+            print(f"{len(records)} record(s) in the trash")
+            return 0
+        user = accounts.get(options.user)
+        if user is None:
+            print(f"error: no account {options.user!r}", file=sys.stderr)
+            return 2
+        if not options.yes:
+            answer = input(f"Delete these {len(records)} record(s) for good (git history keeps them)? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing deleted")
+                return 1
+        try:
+            removed = service.empty_trash(records, user)
+        except ApiError as exc:
+            print(f"error: {exc.message}" if exc.status != 403 else
+                  f"error: {user.login} ({user.role}) may not empty the trash; editors and administrators may",
+                  file=sys.stderr)
+            return 2
+        print(f"deleted {removed} record(s) for good in one commit by {user.login}")
+        return 0
+    finally:
+        store.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("login")
     revoke.add_argument("token_id")
     user.set_defaults(func=cmd_user)
+    trash = commands.add_parser("trash", help="list or empty the trash (trashed events, venues, organizers)")
+    trash_actions = trash.add_subparsers(dest="action", required=True)
+    for name, text in (("list", "list trashed records"),
+                       ("empty", "delete trashed records for good in one commit (git history keeps them)")):
+        action = trash_actions.add_parser(name, help=text)
+        action.add_argument("--type", choices=("events", "venues", "organizers"), help="only this kind of record")
+        action.add_argument("--older-than", type=float, metavar="DAYS", help="only records trashed this long ago")
+        if name == "empty":
+            action.add_argument("--user", required=True, help="the account (editor or administrator) the commit "
+                                                              "is authored by")
+            action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    trash.set_defaults(func=cmd_trash)
     return parser
 
 

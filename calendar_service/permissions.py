@@ -88,3 +88,8 @@ def scale_status(requested: str | None, user: User | None, current: str | None =
     if requested in ("publish", "future") and not can_publish(user):
         return "pending"
     return requested
+
+
+def can_empty_trash(user: User | None) -> bool:
+    """Deleting trashed records for good needs the rights of an editor (deleting others' posts)."""
+    return user is not None and user.can("delete_others_posts")

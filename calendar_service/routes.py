@@ -84,9 +84,10 @@ def build_routes() -> tuple[Route, ...]:
     for resource in POST_TYPES:
         extra = (PASSWORD,) if resource is EVENTS else ()
         ident = (_id_arg(resource),) + extra
-        slug = (_slug_arg(resource),)
+        # the original registers no `password` on by-slug routes; we take it there too, so an
+        # event is unlocked and its password set the same way whichever route names it
+        slug = (_slug_arg(resource),) + extra
         update_args = tuple(a for a in resource.update_args() if a.name != "slug")
-        # the original registers no `password` on by-slug routes; a `password` sent there still unlocks
         routes += [
             Route(f"/{resource.name}", (
                 Endpoint(("GET",), "archive", resource.archive_args),

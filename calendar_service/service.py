@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import timedelta, timezone
 
 from . import dates, errors, permissions, queries, records, search, text
 from .accounts import Accounts, User
@@ -257,6 +257,58 @@ class CalendarService:
         result = self._write(build, user)
         return record if result is None else result
 
+    def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
+        """The trashed events, venues and organizers (of ``resources``, default all three),
+        optionally only those last modified more than ``older_than_days`` days ago."""
+        snapshot = self.snapshot()
+        cutoff = None
+        if older_than_days is not None:
+            cutoff = dates.fmt(dates.utc_now() - timedelta(days=older_than_days))
+        found = []
+        for resource in resources or (EVENTS, VENUES, ORGANIZERS):
+            for record in snapshot.all(resource):
+                if record.status != "trash":
+                    continue
+                if cutoff is not None and (record.data.get("modified_utc") or "") > cutoff:
+                    continue
+                found.append(record)
+        return sorted(found, key=lambda r: (r.resource.name, r.id))
+
+    def empty_trash(self, records: list[Record], user: User) -> int:
+        """Delete the files of trashed ``records`` for good, in one commit authored by ``user``.
+
+        Only records still in the trash at the branch head are removed (one restored
+        meanwhile is kept). Events whose ``post_parent`` names a removed event lose that
+        link. Returns how many records were removed; git history keeps every one of them.
+        """
+        if not permissions.can_empty_trash(user):
+            raise errors.forbidden(True)
+        wanted = {(r.resource.name, r.id) for r in records}
+        removed: list[Record] = []
+
+        def build(plan: WritePlan):
+            removed.clear()
+            for resource_name, record_id in sorted(wanted):
+                current = plan.snapshot.by_id[resource_name].get(record_id)
+                if current is None or current.status != "trash":
+                    continue
+                plan.remove(current)
+                removed.append(current)
+                plan.notes.append(f'Delete {current.resource.singular} {current.id} "{current.title}" for good')
+            if not removed:
+                return None
+            gone = {r.id for r in removed if r.resource is EVENTS}
+            for event in plan.snapshot.all(EVENTS):
+                if event.data.get("post_parent") in gone and (EVENTS.name, event.id) not in wanted:
+                    data = dict(event.data)
+                    data["post_parent"] = None
+                    plan.put(EVENTS, data, old_path=event.path)
+                    plan.notes.append(f"Unlink event {event.id} from its removed parent")
+            return f"Empty the trash: {len(removed)} record(s)", None
+
+        self._write(build, user, via="the command line")
+        return len(removed)
+
     def _reparent_children(self, plan: WritePlan, term: Record) -> None:
         """Children of a deleted category move up to its parent, as WordPress does."""
         if term.resource is not CATEGORIES:
@@ -276,7 +328,7 @@ class CalendarService:
             plan.put(EVENTS, data, old_path=event.path)
             plan.notes.append(f"Unlink {target.resource.singular} {target.id} from event {event.id}")
 
-    def _write(self, build, user: User) -> Record | None:
+    def _write(self, build, user: User, via: str = "the calendar API") -> Record | None:
         """Run ``build`` against the branch head under the write lock and commit what it planned."""
         author = (user.name, user.email)
         for attempt in range(WRITE_ATTEMPTS):
@@ -289,7 +341,7 @@ class CalendarService:
                 message, target = outcome
                 if plan.notes:
                     message += "\n\n" + "\n".join(plan.notes)
-                message += f"\n\nVia the calendar API by {user.login} (user {user.id})."
+                message += f"\n\nVia {via} by {user.login} (user {user.id})."
                 try:
                     self.store.commit(plan.changes, message, author, snapshot.commit)
                 except BranchMoved:
