@@ -49,6 +49,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from .api import bp, json_response
     app.register_blueprint(bp)
+    from .docs_ui import ui
+    app.register_blueprint(ui)
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):

@@ -236,7 +236,9 @@ def _body_schema(arg: Arg) -> dict:
 
 
 def _is_list(schema: dict) -> bool:
-    return schema.get("type") == "array"
+    """Whether ``schema`` allows an array (sent comma-separated: the checks read CSV, and a repeated
+    form field would keep only its last value)."""
+    return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", ()))
 
 
 for _resource, _schema_name in _LINKED_NEW.items():
