@@ -230,8 +230,8 @@ def _body_schema(arg: Arg) -> dict:
     schema = param_schema(arg)
     if arg.check == "boolean_like":
         schema = {"anyOf": [{"type": "boolean"}, _BOOLEAN_WORDS]}
-    if arg.default is None and arg.location == "body":
-        schema["nullable"] = True  # null means "not given" for these fields
+    if not arg.required:
+        schema["nullable"] = True  # a null field counts as not given
     return schema
 
 
