@@ -339,8 +339,8 @@ def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, lang
     in_url = [a for a in args if a.location == "path"] + [a for a in args if a.location == "query"]
     operation: dict = {}
     summary = summary_of(route, endpoint)
-    if summary:
-        operation["summary"] = gettext(summary, language)
+    # a route without a summary of its own still gets one (method and path are the same in every language)
+    operation["summary"] = gettext(summary, language) if summary else f"{method} {route.doc_path}"
     operation["operationId"] = method.lower() + re.sub(r"\W+", "_", route.doc_path).rstrip("_")
     operation["tags"] = [route.resource.name if route.resource else NAMESPACE]
     operation["parameters"] = [_parameter(a, language) for a in in_url]

@@ -201,6 +201,7 @@ def test_a_new_route_gets_a_generic_entry_and_may_name_its_response_schema():
     assert [p["name"] for p in op["parameters"]] == ["since", "i18n_language"]
     assert op["parameters"][0]["schema"] == {"type": "string", "minLength": 1}
     assert op["responses"]["200"] == {"description": "Success"}  # no body shape promised
+    assert op["summary"] == "GET /changes"
     assert op["responses"]["4XX"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
     op = docs._operation(named, named.endpoints[0], "GET", bodies, "it")
     assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Event"}
