@@ -135,7 +135,8 @@ def test_parameter_schemas_say_what_the_checks_accept(client):
     doc = get_json(client, f"{API}/doc")
     categories = _param(doc, "/events", "get", "categories")
     assert categories["schema"]["type"] == "array" and (categories["style"], categories["explode"]) == ("form", False)
-    assert _param(doc, "/events", "get", "per_page")["schema"] == {"type": "integer", "minimum": 1, "maximum": 999999999}
+    assert _param(doc, "/events", "get", "per_page")["schema"] == \
+        {"type": "integer", "minimum": 1, "maximum": 999999999}
     assert _param(doc, "/categories", "get", "order")["schema"] == {"type": "string", "enum": ["asc", "desc"]}
     assert _param(doc, "/events", "get", "geoloc_lat")["schema"]["maximum"] == 90
     assert _param(doc, "/events", "get", "status")["schema"]["type"] == "array"
@@ -173,7 +174,8 @@ def test_real_responses_match_their_documented_schemas(client, factory, admin):
     event = factory.event(venue=venue["id"], categories="Jazz", tags="free", organizer={"organizer": "Org"})
     checks = [("/events", "get", f"{API}/events"), ("/events/{id}", "get", f"{API}/events/{event['id']}"),
               ("/venues", "get", f"{API}/venues"), ("/organizers", "get", f"{API}/organizers"),
-              ("/categories", "get", f"{API}/categories"), ("/tags/{id}", "get", f"{API}/tags/{event['tags'][0]['id']}"),
+              ("/categories", "get", f"{API}/categories"),
+              ("/tags/{id}", "get", f"{API}/tags/{event['tags'][0]['id']}"),
               ("/", "get", API), ("/events/{id}", "get", f"{API}/events/999999")]
     answers = [(path, method, client.get(url)) for path, method, url in checks]
     answers.append(("/events", "post", client.post(f"{API}/events", json={"title": "x", "start_date": None})))
