@@ -20,6 +20,7 @@ from .accounts import Accounts
 from .catalog import Catalog
 from .config import Settings
 from .errors import ApiError, no_route
+from .i18n import LanguageSegment
 from .search import SearchIndex
 from .service import CalendarService
 from .store import GitStore
@@ -31,7 +32,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. ``test_config`` holds setting overrides by field name (see ``config.Settings``)."""
     settings = Settings.from_env(**(test_config or {}))
     app = Flask(__name__)
-    app.wsgi_app = NamespaceCase(app.wsgi_app)
+    app.wsgi_app = LanguageSegment(NamespaceCase(app.wsgi_app))
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
@@ -48,6 +49,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     from .api import bp, json_response
     app.register_blueprint(bp)
+    from .docs_ui import ui
+    app.register_blueprint(ui)
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):

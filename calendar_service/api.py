@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from dateutil.relativedelta import relativedelta
 from flask import Blueprint, Response, current_app, g, request
 
-from . import dates, docs, errors, permissions, queries
+from . import dates, docs, errors, i18n, permissions, queries
 from .accounts import User
 from .errors import ApiError
 from .params import CheckContext, CHECKS, Invalid, coerce, depth, php_nested
@@ -51,6 +51,7 @@ class Call:
     raw: dict = field(default_factory=dict)
     record: Record | None = None
     headers: dict = field(default_factory=dict)
+    language: str = i18n.DEFAULT  # of descriptions (index, /doc); data is the same in every language
 
     @property
     def resource(self) -> Resource:
@@ -101,8 +102,10 @@ def dispatch(rest: str):
     raw = gather(path_values)
     args, present = validate(endpoint, raw, CheckContext(snapshot, user, svc.accounts, svc.site_tz), svc)
     base = request.host_url.rstrip("/")
-    urls = Urls(rest_base=base + PREFIX, site=svc.settings.site_url or base)
-    call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw)
+    segment = request.environ.get(i18n.ENVIRON_KEY)  # /it/calendar/events/v1/...: links keep it
+    urls = Urls(rest_base=base + (f"/{segment}" if segment else "") + PREFIX, site=svc.settings.site_url or base)
+    call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw,
+                language=i18n.choose(raw.get("i18n_language"), segment))
     call.record = resolve_record(call)
     g.calendar_allow = ", ".join(allowed_methods(call))
     authorize(call)
@@ -240,11 +243,11 @@ def authorize(call: Call) -> None:
 
 
 def handle_index(call: Call):
-    return docs.namespace_index(call.urls), 200
+    return docs.namespace_index(call.urls, call.language), 200
 
 
 def handle_doc(call: Call):
-    return docs.openapi(call.urls), 200
+    return docs.openapi(call.urls, call.language), 200
 
 
 def _event_record(call: Call) -> Record:

@@ -1,18 +1,44 @@
-"""The namespace index and the OpenAPI document, both built from the route table."""
+"""The namespace index and the OpenAPI document, both built from the route table.
+
+Both walk ``routes.ROUTES`` (plus ``routes.COMMON_ARGS``, which every route takes), so any
+route in the table is described in both, with the same methods and arguments. The OpenAPI
+schema of an argument comes from the check that validates it (``CHECK_SCHEMAS``), so the
+document says what the API really accepts; an Endpoint may name its success schema
+(``Endpoint.response``), else one is chosen by handler and resource, else the response is
+described without a body. Descriptions and summaries come in the request's language.
+Built documents are cached per (base URL, language): they depend on nothing else.
+"""
 from __future__ import annotations
 
+import functools
+import re
+
+from .i18n import N_, gettext
+from .params import ORDERBY
 from .presenters import Urls
-from .resources import NO_DEFAULT, Arg
-from .routes import NAMESPACE, ROUTES
+from .resources import NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
+from .routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
+
+INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
+                      "conveniently. This implementation stores its data in a git repository.")
 
 
-def _arg_schema(arg: Arg) -> dict:
+def endpoint_args(endpoint: Endpoint) -> tuple[Arg, ...]:
+    """Every argument ``endpoint`` takes: its own, then the common ones it does not redefine."""
+    own = {a.name for a in endpoint.args}
+    return endpoint.args + tuple(a for a in COMMON_ARGS if a.name not in own)
+
+
+# ----------------------------------------------------------------------------- namespace index
+
+
+def _arg_schema(arg: Arg, language: str) -> dict:
     """An argument as WordPress shows it in the index: JSON-schema keywords plus ``required``."""
     out: dict = {}
     if arg.default is not NO_DEFAULT:
         out["default"] = arg.default
     if arg.description:
-        out["description"] = arg.description
+        out["description"] = gettext(arg.description, language)
     if arg.type:
         out["type"] = arg.type
     if arg.format:
@@ -23,8 +49,16 @@ def _arg_schema(arg: Arg) -> dict:
     return out
 
 
-def namespace_index(urls: Urls) -> dict:
-    """``GET /calendar/events/v1``: every route with its methods and arguments (BEHAVIOR.md 14)."""
+def namespace_index(urls: Urls, language: str = "en") -> dict:
+    """``GET /calendar/events/v1``: every route with its methods and arguments (BEHAVIOR.md 14).
+
+    The returned dict is shared by later calls with the same base URL and language: do not modify it.
+    """
+    return _namespace_index(urls.rest_base, language)
+
+
+@functools.lru_cache(maxsize=64)
+def _namespace_index(rest_base: str, language: str) -> dict:
     routes = {}
     for route in ROUTES:
         key = f"/{NAMESPACE}{route.pattern}"
@@ -33,15 +67,18 @@ def namespace_index(urls: Urls) -> dict:
             "methods": route.methods,
             "endpoints": [
                 {"methods": list(e.methods),
-                 "args": {a.name: _arg_schema(a) for a in e.args} if e.args else []}
+                 "args": {a.name: _arg_schema(a, language) for a in endpoint_args(e)} or []}
                 for e in route.endpoints
             ],
         }
         if "(?P<" not in route.pattern:
-            entry["_links"] = {"self": [{"href": urls.rest_base + route.pattern}]}
+            entry["_links"] = {"self": [{"href": rest_base + route.pattern}]}
         routes[key] = entry
-    site_root = urls.rest_base[: -len(NAMESPACE)] if urls.rest_base.endswith(NAMESPACE) else urls.rest_base
+    site_root = rest_base[: -len(NAMESPACE)] if rest_base.endswith(NAMESPACE) else rest_base
     return {"namespace": NAMESPACE, "routes": routes, "_links": {"up": [{"href": site_root}]}}
+
+
+# ----------------------------------------------------------------------------- /doc: components
 
 
 _STRING = {"type": "string"}
@@ -99,13 +136,86 @@ SCHEMAS["Event"] = {"type": "object", "properties": {
     "custom_fields": {"oneOf": [{"type": "object"}, {"type": "array", "items": {}}]},
     "json_ld": {"type": "object"}}}
 
-_SCHEMA_OF = {"events": "Event", "venues": "Venue", "organizers": "Organizer", "categories": "Term", "tags": "Term"}
-_ERROR = {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-SCHEMAS["Error"] = {"type": "object", "properties": {"code": _STRING, "message": _STRING,
-                                                    "data": {"type": "object", "properties": {"status": _INT}}}}
+SCHEMAS["Error"] = {"type": "object", "required": ["code", "message", "data"], "properties": {
+    "code": _STRING, "message": _STRING,
+    "data": {"type": "object", "required": ["status"], "properties": {"status": _INT}}}}
+SCHEMAS["NamespaceIndex"] = {"type": "object", "required": ["namespace", "routes", "_links"], "properties": {
+    "namespace": _STRING, "routes": {"type": "object", "additionalProperties": {"type": "object"}},
+    "_links": {"type": "object"}}}
+
+_ITEM_SCHEMA = {"events": "Event", "venues": "Venue", "organizers": "Organizer", "categories": "Term", "tags": "Term"}
+_LIST_SCHEMA = {"events": "EventList", "venues": "VenueList", "organizers": "OrganizerList",
+                "categories": "CategoryList", "tags": "TagList"}
+for _name, _list in _LIST_SCHEMA.items():
+    SCHEMAS[_list] = {"type": "object", "required": [_name, "rest_url", "total", "total_pages"], "properties": {
+        _name: {"type": "array", "items": {"$ref": f"#/components/schemas/{_ITEM_SCHEMA[_name]}"}},
+        "rest_url": _STRING, "next_rest_url": _STRING, "previous_rest_url": _STRING,
+        "total": _INT, "total_pages": _INT}}
 
 
-def _param_schema(arg: Arg) -> dict:
+# ----------------------------------------------------------------------------- /doc: arguments
+
+_ID = {"type": "integer", "minimum": 0}
+_POSITIVE = {"type": "integer", "minimum": 1, "maximum": 999999999}
+_NONEMPTY = {"type": "string", "minLength": 1}
+_ID_OR_SLUG = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
+_BOOLEAN_WORDS = {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off", ""]}
+_SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}]}
+
+
+def _linked_schema(resource: str) -> dict:
+    """A venue or organizer of an event payload: ids (a list or CSV) or objects describing new records."""
+    new = {"$ref": f"#/components/schemas/{_LINKED_NEW[resource]}"}
+    return {"anyOf": [_ID, {"type": "string"}, new, {"type": "array", "items": {"anyOf": [_ID, new]}}]}
+
+
+_LINKED_NEW = {"venues": "EventVenueInput", "organizers": "EventOrganizerInput"}
+
+
+# What each check (params.CHECKS) accepts, as an OpenAPI 3.0 schema.
+CHECK_SCHEMAS = {
+    "positive_int": _POSITIVE,
+    "date": _NONEMPTY,
+    "strict_dates": _NONEMPTY,
+    "search": _NONEMPTY,
+    "nonempty": _NONEMPTY,
+    "string_or_empty": _STRING,
+    "category_filter": {"type": "array", "items": _ID_OR_SLUG},
+    "tag_filter": {"type": "array", "items": _ID_OR_SLUG},
+    "category_list": {"type": "array", "items": _ID_OR_SLUG},
+    "tag_list": {"type": "array", "items": _ID_OR_SLUG},
+    "venue_filter": {"type": "array", "items": _ID},
+    "organizer_filter": {"type": "array", "items": _ID},
+    "status_filter": {"type": "array", "minItems": 1,
+                      "items": {"type": "string", "enum": list(POST_STATUSES + OTHER_REGISTERED_STATUSES)}},
+    "latitude": {"type": "number", "format": "double", "minimum": -90, "maximum": 90},
+    "longitude": {"type": "number", "format": "double", "minimum": -180, "maximum": 180},
+    "positive_int_list": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+    "event_id": _ID,
+    "user_id": _ID,
+    "category_id": _ID,
+    "boolean_like": _BOOLEAN_WORDS,
+    "post_status": {"type": "string", "enum": [s for s in POST_STATUSES if s != "trash"]},
+    "timezone": _STRING,
+    "url_or_empty": _STRING,
+    "image": _STRING,
+    "cost": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array", "items": _SCALAR}]},
+    "term_list": {"anyOf": [{"type": "string"}, {"type": "integer"},
+                            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}]},
+    "order": {"type": "string", "enum": ["asc", "desc"]},
+    "orderby": {"type": "string", "enum": list(ORDERBY)},
+    "event_id_format": _ID,
+    **{f"{r.singular}_record": _ID for r in RESOURCES.values()},
+    **{f"{r.singular}_slug": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"} for r in RESOURCES.values()},
+}
+
+
+def param_schema(arg: Arg) -> dict:
+    """The OpenAPI schema of a path or query argument: from its check, else from its declared type."""
+    if arg.check in CHECK_SCHEMAS:
+        return dict(CHECK_SCHEMAS[arg.check])
+    if arg.check in ("linked_venue", "linked_organizer"):
+        return _linked_schema("venues" if arg.check == "linked_venue" else "organizers")
     if arg.items:
         return {"type": "array", "items": {"type": arg.items}}
     if arg.type in ("integer", "boolean", "string"):
@@ -115,57 +225,154 @@ def _param_schema(arg: Arg) -> dict:
     return {"type": "string"}
 
 
-def openapi(urls: Urls) -> dict:
-    """``GET /doc``: an OpenAPI 3 description of every route (BEHAVIOR.md 13)."""
+def _body_schema(arg: Arg) -> dict:
+    """A body field's schema: JSON bodies may also send booleans where words are accepted."""
+    schema = param_schema(arg)
+    if arg.check == "boolean_like":
+        schema = {"anyOf": [{"type": "boolean"}, _BOOLEAN_WORDS]}
+    if not arg.required:
+        schema["nullable"] = True  # a null field counts as not given
+    return schema
+
+
+def _is_list(schema: dict) -> bool:
+    """Whether ``schema`` allows an array (sent comma-separated: the checks read CSV, and a repeated
+    form field would keep only its last value)."""
+    return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", ()))
+
+
+for _resource, _schema_name in _LINKED_NEW.items():
+    SCHEMAS[_schema_name] = {"type": "object", "properties": {
+        "id": _ID, **{a.name: _body_schema(a) for a in RESOURCES[_resource].create_args}}}
+
+
+# ----------------------------------------------------------------------------- /doc: operations
+
+_OK = {
+    "archive": N_("A page of records, with links to the next and previous pages"),
+    "single": N_("The record"),
+    "create": N_("The record created"),
+    "update": N_("The record after the update"),
+    "delete": N_("The record deleted (events, venues and organizers are moved to the trash)"),
+    "index": N_("The routes of this namespace, their methods and arguments"),
+    "doc": N_("This document"),
+}
+_GENERIC_OK = N_("Success")
+_ERRORS = {
+    "400": N_("A required parameter is missing or a parameter is not valid"),
+    "401": N_("Wrong credentials, or the request needs a signed-in user"),
+    "403": N_("The signed-in user may not do this"),
+    "404": N_("There is no such record or page"),
+    "409": N_("The write conflicts with the repository as it is now; nothing was changed"),
+    "410": N_("The record is already in the trash"),
+    "413": N_("The request body is too large"),
+    "4XX": N_("Any client error, in the same envelope"),
+}
+_ERRORS_OF = {
+    "archive": ("400", "401", "404"),
+    "single": ("400", "401", "403", "404"),
+    "create": ("400", "401", "403", "409", "413"),
+    "update": ("400", "401", "403", "404", "409", "413"),
+    "delete": ("400", "401", "403", "404", "409", "410"),
+}
+
+
+def _success_schema(route: Route, endpoint: Endpoint) -> dict | None:
+    """The schema of the success body: the endpoint's own, else by handler and resource, else None."""
+    if endpoint.response:
+        return {"$ref": f"#/components/schemas/{endpoint.response}"} if endpoint.response in SCHEMAS else None
+    name = route.resource.name if route.resource else None
+    if endpoint.handler == "archive" and name in _LIST_SCHEMA:
+        return {"$ref": f"#/components/schemas/{_LIST_SCHEMA[name]}"}
+    if endpoint.handler in ("single", "create", "update", "delete") and name in _ITEM_SCHEMA:
+        return {"$ref": f"#/components/schemas/{_ITEM_SCHEMA[name]}"}
+    if endpoint.handler == "index":
+        return {"$ref": "#/components/schemas/NamespaceIndex"}
+    if endpoint.handler == "doc":
+        return {"type": "object"}
+    return None
+
+
+def _responses(route: Route, endpoint: Endpoint, language: str) -> dict:
+    def error(code):
+        return {"description": gettext(_ERRORS[code], language),
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+    ok = {"description": gettext(_OK.get(endpoint.handler, _GENERIC_OK), language)}
+    schema = _success_schema(route, endpoint)
+    if schema is not None:
+        ok["content"] = {"application/json": {"schema": schema}}
+    responses = {"201" if endpoint.handler == "create" else "200": ok}
+    for code in _ERRORS_OF.get(endpoint.handler, ("400", "401")):
+        responses[code] = error(code)
+    responses["4XX"] = error("4XX")
+    return responses
+
+
+def _parameter(arg: Arg, language: str) -> dict:
+    schema = param_schema(arg)
+    out = {"name": arg.name, "in": arg.location,
+           "description": gettext(arg.description, language) or "No description provided",
+           "required": True if arg.location == "path" else arg.required, "schema": schema}
+    if _is_list(schema):
+        out.update(style="form", explode=False)  # comma-separated, as the checks read them
+    if arg is COMMON_ARGS[0]:
+        out["example"] = LANGUAGE_CODES[0]
+    return out
+
+
+def _request_body(args: list[Arg], name: str, bodies: dict, language: str) -> dict:
+    """A request body (JSON or form) whose schema is stored once in ``bodies`` under ``name``."""
+    properties = {a.name: {"description": gettext(a.description, language), **_body_schema(a)} for a in args}
+    required = [a.name for a in args if a.required]
+    bodies[name] = {"type": "object", "properties": properties, **({"required": required} if required else {})}
+    ref = {"$ref": f"#/components/schemas/{name}"}
+    encoding = {key: {"style": "form", "explode": False} for key, p in properties.items() if _is_list(p)}
+    return {"content": {
+        "application/json": {"schema": ref},
+        "application/x-www-form-urlencoded": {"schema": ref, **({"encoding": encoding} if encoding else {})}}}
+
+
+def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, language: str) -> dict:
+    args = endpoint_args(endpoint)
+    body_args = [a for a in args if a.location == "body"]
+    in_url = [a for a in args if a.location == "path"] + [a for a in args if a.location == "query"]
+    operation: dict = {}
+    summary = summary_of(route, endpoint)
+    # a route without a summary of its own still gets one (method and path are the same in every language)
+    operation["summary"] = gettext(summary, language) if summary else f"{method} {route.doc_path}"
+    operation["operationId"] = method.lower() + re.sub(r"\W+", "_", route.doc_path).rstrip("_")
+    operation["tags"] = [route.resource.name if route.resource else NAMESPACE]
+    operation["parameters"] = [_parameter(a, language) for a in in_url]
+    if body_args and method in ("POST", "PUT", "PATCH"):
+        name = re.sub(r"[\W_]+", "_", f"{route.doc_path}_{endpoint.handler}").strip("_") + "_body"
+        operation["requestBody"] = _request_body(body_args, name, bodies, language)
+    operation["responses"] = _responses(route, endpoint, language)
+    return operation
+
+
+def openapi(urls: Urls, language: str = "en") -> dict:
+    """``GET /doc``: an OpenAPI 3.0 description of every route (BEHAVIOR.md 13), in ``language``.
+
+    The returned dict is shared by later calls with the same base URL and language: do not modify it.
+    """
+    return _openapi(urls.rest_base, language)
+
+
+@functools.lru_cache(maxsize=64)
+def _openapi(rest_base: str, language: str) -> dict:
     paths: dict = {}
+    bodies: dict = {}
     for route in ROUTES:
-        if route.pattern == "":
-            continue
-        operations = {}
-        schema_name = _SCHEMA_OF.get(route.resource.name) if route.resource else None
+        operations = paths.setdefault(route.doc_path, {})
         for endpoint in route.endpoints:
-            path_args = [a for a in endpoint.args if a.location == "path"]
-            body_args = [a for a in endpoint.args if a.location == "body"]
-            query_args = [a for a in endpoint.args if a.location == "query"]
-            parameters = [{"name": a.name, "in": a.location, "description": a.description or "No description provided",
-                           "required": True if a.location == "path" else a.required, "schema": _param_schema(a),
-                           **({"style": "form", "explode": False} if a.items else {})}
-                          for a in path_args + query_args]
-            if endpoint.handler == "doc":
-                ok = {"description": "The OpenAPI document of this API"}
-            elif endpoint.handler == "archive":
-                ok = {"description": f"A page of {route.resource.name}",
-                      "content": {"application/json": {"schema": {"type": "object", "properties": {
-                          route.resource.name: {"type": "array", "items": {"$ref": f"#/components/schemas/{schema_name}"}},
-                          "rest_url": _STRING, "next_rest_url": _STRING, "previous_rest_url": _STRING,
-                          "total": _INT, "total_pages": _INT}}}}}
-            else:
-                ok = {"description": f"The {route.resource.singular}",
-                      "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_name}"}}}}
-            responses = {"201" if endpoint.handler == "create" else "200": ok}
-            if endpoint.handler != "doc":
-                responses.update({"400": _ERROR, "401": _ERROR, "403": _ERROR, "404": _ERROR})
-            if endpoint.handler == "delete":
-                responses["410"] = _ERROR
-            operation = {"responses": responses}
-            if parameters:
-                operation["parameters"] = parameters
-            if body_args:
-                properties = {a.name: {"description": a.description, **_param_schema(a)} for a in body_args}
-                required = [a.name for a in body_args if a.required]
-                body_schema = {"type": "object", "properties": properties, **({"required": required} if required else {})}
-                operation["requestBody"] = {"content": {
-                    "application/json": {"schema": body_schema},
-                    "application/x-www-form-urlencoded": {"schema": body_schema}}}
             for method in endpoint.methods:
-                operations[method.lower()] = operation
-        paths[route.doc_path] = operations
+                operations[method.lower()] = _operation(route, endpoint, method, bodies, language)
     return {
-        "openapi": "3.0.0",
+        "openapi": "3.0.0",  # as the original; Swagger UI 4 reads 3.0, not 3.1
         "info": {"version": "1.0.0", "title": "The Events Calendar REST API",
-                 "description": "The Events Calendar REST API allows accessing upcoming events information easily "
-                                "and conveniently. This implementation stores its data in a git repository."},
-        "components": {"schemas": SCHEMAS},
-        "servers": [{"url": urls.rest_base + "/"}],
+                 "description": gettext(INFO_DESCRIPTION, language)},
+        "components": {"schemas": {**SCHEMAS, **bodies}},
+        "servers": [{"url": rest_base + "/"}],
         "paths": paths,
     }

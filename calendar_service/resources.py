@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .i18n import N_
+
 NO_DEFAULT = object()
 
 POST_STATUSES = ("publish", "future", "draft", "pending", "private", "trash")
@@ -99,16 +101,17 @@ _POST_COMMON_TYPES = {
 # ---------------------------------------------------------------------------------------
 # Endpoint arguments (names, types, defaults and descriptions as the original registers them)
 
-PAGE = Arg("page", "The archive page to return", type="integer", default=1, check="positive_int")
+PAGE = Arg("page", N_("The archive page to return"), type="integer", default=1, check="positive_int")
 
 
-def _per_page(what: str) -> Arg:
-    return Arg("per_page", f"The number of {what} to return on each page", type="integer",
-               default="10", check="positive_int")
+# Descriptions are whole sentences marked with N_ (not assembled from parts) so that each
+# language can translate them with its own grammar.
+def _per_page(description: str) -> Arg:
+    return Arg("per_page", description, type="integer", default="10", check="positive_int")
 
 
-def _status_filter(what: str) -> Arg:
-    return Arg("status", f"The {what} post status", format="string", check="status_filter")
+def _status_filter(description: str) -> Arg:
+    return Arg("status", description, format="string", check="status_filter")
 
 
 def _date(name: str, text: str) -> Arg:
@@ -117,92 +120,91 @@ def _date(name: str, text: str) -> Arg:
 
 EVENT_ARCHIVE_ARGS = (
     PAGE,
-    _per_page("events"),
-    _date("start_date", "Events that start on the specified date"),
-    _date("end_date", "Events that end on the specified date"),
-    _date("starts_before", "Events that start before the specified date"),
-    _date("starts_after", "Events that start after the specified date"),
-    _date("ends_before", "Events that end before the specified date"),
-    _date("ends_after", "Events that end after the specified date"),
-    Arg("strict_dates", "Dates set using the start_date/end_date, starts_*/ends_* are set to start at the "
-        "specified times. The default behavior is to include the entire days.", default="false",
+    _per_page(N_("The number of events to return on each page")),
+    _date("start_date", N_("Events that start on the specified date")),
+    _date("end_date", N_("Events that end on the specified date")),
+    _date("starts_before", N_("Events that start before the specified date")),
+    _date("starts_after", N_("Events that start after the specified date")),
+    _date("ends_before", N_("Events that end before the specified date")),
+    _date("ends_after", N_("Events that end after the specified date")),
+    Arg("strict_dates", N_("Dates set using the start_date/end_date, starts_*/ends_* are set to start at the "
+        "specified times. The default behavior is to include the entire days."), default="false",
         check="strict_dates"),
-    Arg("search", "Events should contain the specified string in the title or description",
+    Arg("search", N_("Events should contain the specified string in the title or description"),
         type="string", check="search"),
-    Arg("categories", "Events should be assigned one of the specified categories slugs or IDs",
+    Arg("categories", N_("Events should be assigned one of the specified categories slugs or IDs"),
         items="integer", check="category_filter"),
-    Arg("tags", "Events should be assigned one of the specified tags slugs or IDs", items="integer",
+    Arg("tags", N_("Events should be assigned one of the specified tags slugs or IDs"), items="integer",
         check="tag_filter"),
-    Arg("venue", "Events should be assigned one of the specified venue IDs", items="integer",
+    Arg("venue", N_("Events should be assigned one of the specified venue IDs"), items="integer",
         check="venue_filter"),
-    Arg("organizer", "Events should be assigned one of the specified organizer IDs", items="integer",
+    Arg("organizer", N_("Events should be assigned one of the specified organizer IDs"), items="integer",
         check="organizer_filter"),
-    Arg("featured", "Events should be filtered by their featured status", type="boolean"),
-    _status_filter("event"),
-    Arg("geoloc", "Events should be filtered by whether their venue has geolocation data", type="boolean"),
-    Arg("geoloc_lat", "Events should be filtered by their venue latitude location, must also provide "
-        "geoloc_lng", format="double", check="latitude"),
-    Arg("geoloc_lng", "Events should be filtered by their venue longitude location, must also provide "
-        "geoloc_lat", format="double", check="longitude"),
-    Arg("include", "Include events with one of the post IDs specified in the array of CSV list, date "
-        "filters will be ignored.", items="integer", check="positive_int_list"),
-    Arg("post_parent", "Events should be filtered by their post_parent being the specified one.",
+    Arg("featured", N_("Events should be filtered by their featured status"), type="boolean"),
+    _status_filter(N_("The event post status")),
+    Arg("geoloc", N_("Events should be filtered by whether their venue has geolocation data"), type="boolean"),
+    Arg("geoloc_lat", N_("Events should be filtered by their venue latitude location, must also provide "
+        "geoloc_lng"), format="double", check="latitude"),
+    Arg("geoloc_lng", N_("Events should be filtered by their venue longitude location, must also provide "
+        "geoloc_lat"), format="double", check="longitude"),
+    Arg("include", N_("Include events with one of the post IDs specified in the array of CSV list, date "
+        "filters will be ignored."), items="integer", check="positive_int_list"),
+    Arg("post_parent", N_("Events should be filtered by their post_parent being the specified one."),
         type="integer", check="event_id"),
-    Arg("ticketed", "Filter events with or without tickets.", type="boolean"),
+    Arg("ticketed", N_("Filter events with or without tickets."), type="boolean"),
 )
 
 EVENT_CREATE_ARGS = (
-    Arg("author", "The event author ID", type="integer", check="user_id", location="body"),
-    Arg("date", "The event publication date", type="string", check="date", location="body"),
-    Arg("date_utc", "The event publication date (UTC time zone)", type="string", check="date", location="body"),
-    Arg("title", "The event title", type="string", required=True, check="nonempty", location="body"),
-    Arg("description", "The event description", type="string", check="nonempty", location="body"),
-    Arg("slug", "The event slug", type="string", check="nonempty", location="body"),
-    Arg("excerpt", "The event excerpt", type="string", check="nonempty", location="body"),
-    Arg("status", "The event post status", type="string", check="post_status", location="body"),
-    Arg("timezone", "The event time zone", type="string", check="timezone", location="body"),
-    Arg("all_day", "Whether the event lasts the whole day or not", type="boolean", default=False, location="body"),
-    Arg("start_date", "The event start date and time", type="string", required=True, check="date", location="body"),
-    Arg("end_date", "The event end date and time", type="string", required=True, check="date", location="body"),
-    Arg("image", "The event featured image ID or URL", type="string", check="image", location="body"),
-    Arg("cost", "The event cost", check="cost", location="body"),
-    Arg("website", "The event website URL", default=None, check="url_or_empty", location="body"),
-    Arg("show_map", "Whether the event should show a map or not", type="boolean", location="body"),
-    Arg("show_map_link", "Whether the event should show a map link or not", type="boolean", location="body"),
-    Arg("hide_from_listings", "Whether events should be hidden in the calendar view or not", type="boolean",
+    Arg("author", N_("The event author ID"), type="integer", check="user_id", location="body"),
+    Arg("date", N_("The event publication date"), type="string", check="date", location="body"),
+    Arg("date_utc", N_("The event publication date (UTC time zone)"), type="string", check="date", location="body"),
+    Arg("title", N_("The event title"), type="string", required=True, check="nonempty", location="body"),
+    Arg("description", N_("The event description"), type="string", check="nonempty", location="body"),
+    Arg("slug", N_("The event slug"), type="string", check="nonempty", location="body"),
+    Arg("excerpt", N_("The event excerpt"), type="string", check="nonempty", location="body"),
+    Arg("status", N_("The event post status"), type="string", check="post_status", location="body"),
+    Arg("timezone", N_("The event time zone"), type="string", check="timezone", location="body"),
+    Arg("all_day", N_("Whether the event lasts the whole day or not"), type="boolean", default=False, location="body"),
+    Arg("start_date", N_("The event start date and time"), type="string", required=True, check="date", location="body"),
+    Arg("end_date", N_("The event end date and time"), type="string", required=True, check="date", location="body"),
+    Arg("image", N_("The event featured image ID or URL"), type="string", check="image", location="body"),
+    Arg("cost", N_("The event cost"), check="cost", location="body"),
+    Arg("website", N_("The event website URL"), default=None, check="url_or_empty", location="body"),
+    Arg("show_map", N_("Whether the event should show a map or not"), type="boolean", location="body"),
+    Arg("show_map_link", N_("Whether the event should show a map link or not"), type="boolean", location="body"),
+    Arg("hide_from_listings", N_("Whether events should be hidden in the calendar view or not"), type="boolean",
         location="body"),
-    Arg("sticky", "Whether the event should be sticky in the calendar view or not", type="boolean", location="body"),
-    Arg("featured", "Whether the event should be featured on the site or not", type="boolean", location="body"),
-    Arg("categories", "The event category ID or name", items="integer", default=None, check="term_list",
+    Arg("sticky", N_("Whether the event should be sticky in the calendar view or not"), type="boolean",
         location="body"),
-    Arg("tags", "The event tag ID or name", items="integer", default=None, check="term_list", location="body"),
-    Arg("venue", "The event venue IDs or data", items="integer", default=None, check="linked_venue",
+    Arg("featured", N_("Whether the event should be featured on the site or not"), type="boolean", location="body"),
+    Arg("categories", N_("The event category ID or name"), items="integer", default=None, check="term_list",
         location="body"),
-    Arg("organizer", "The event organizer IDs or data", items="integer", default=None, check="linked_organizer",
+    Arg("tags", N_("The event tag ID or name"), items="integer", default=None, check="term_list", location="body"),
+    Arg("venue", N_("The event venue IDs or data"), items="integer", default=None, check="linked_venue",
+        location="body"),
+    Arg("organizer", N_("The event organizer IDs or data"), items="integer", default=None, check="linked_organizer",
         location="body"),
 )
 
 
-def _linked_archive_args(plural: str) -> tuple[Arg, ...]:
-    title = plural.capitalize()
+def _linked_archive_args(per_page: str, search: str, event: str, has_events: str, upcoming: str,
+                         status: str) -> tuple[Arg, ...]:
     return (
         PAGE,
-        _per_page(plural),
-        Arg("search", f"{title} should contain the specified string in the title, description or custom fields",
-            type="string", check="search"),
-        Arg("event", f"{title} should be related to this event", type="integer", check="event_id"),
-        Arg("has_events", f"{title} should have events associated to them", check="boolean_like"),
-        Arg("only_with_upcoming", f"{title} should have upcoming events associated to them", default=False,
-            check="boolean_like"),
-        _status_filter(plural[:-1]),
+        _per_page(per_page),
+        Arg("search", search, type="string", check="search"),
+        Arg("event", event, type="integer", check="event_id"),
+        Arg("has_events", has_events, check="boolean_like"),
+        Arg("only_with_upcoming", upcoming, default=False, check="boolean_like"),
+        _status_filter(status),
     )
 
 
-def _post_meta_args(what: str) -> tuple[Arg, ...]:
+def _post_meta_args(author: str, date: str, date_utc: str) -> tuple[Arg, ...]:
     return (
-        Arg("author", f"The {what} author ID", type="integer", check="user_id", location="body"),
-        Arg("date", f"The {what} publication date", type="string", check="date", location="body"),
-        Arg("date_utc", f"The {what} publication date (UTC time zone)", type="string", check="date", location="body"),
+        Arg("author", author, type="integer", check="user_id", location="body"),
+        Arg("date", date, type="string", check="date", location="body"),
+        Arg("date_utc", date_utc, type="string", check="date", location="body"),
     )
 
 
@@ -210,67 +212,73 @@ def _body(name: str, description: str, check: str | None = "string_or_empty", ty
     return Arg(name, description, type=type, default=None, check=check, location="body")
 
 
-VENUE_CREATE_ARGS = _post_meta_args("venue") + (
-    Arg("venue", "The venue name", type="string", required=True, check="nonempty", location="body"),
-    _body("description", "The venue description"),
-    Arg("status", "The venue post status", type="string", check="post_status", location="body"),
+VENUE_CREATE_ARGS = _post_meta_args(
+    N_("The venue author ID"), N_("The venue publication date"), N_("The venue publication date (UTC time zone)"),
+) + (
+    Arg("venue", N_("The venue name"), type="string", required=True, check="nonempty", location="body"),
+    _body("description", N_("The venue description")),
+    Arg("status", N_("The venue post status"), type="string", check="post_status", location="body"),
     # The original types these as strings and answers a JSON boolean with a 400; we accept both.
-    _body("show_map", "Whether events linked to the venue should show a map or not", check="boolean_like"),
-    _body("show_map_link", "Whether events linked to the venue should show a map link or not", check="boolean_like"),
-    _body("address", "The venue address"),
-    _body("city", "The venue city"),
-    _body("country", "The venue country"),
-    _body("province", "The venue province"),
-    _body("state", "The venue state"),
-    _body("zip", "The venue ZIP code"),
-    _body("phone", "The venue phone number"),
-    _body("stateprovince", "The venue state and province"),
-    _body("website", "The venue website URL", check="url_or_empty"),
-    _body("image", "The venue featured image ID or URL", check="image"),
+    _body("show_map", N_("Whether events linked to the venue should show a map or not"), check="boolean_like"),
+    _body("show_map_link", N_("Whether events linked to the venue should show a map link or not"),
+          check="boolean_like"),
+    _body("address", N_("The venue address")),
+    _body("city", N_("The venue city")),
+    _body("country", N_("The venue country")),
+    _body("province", N_("The venue province")),
+    _body("state", N_("The venue state")),
+    _body("zip", N_("The venue ZIP code")),
+    _body("phone", N_("The venue phone number")),
+    _body("stateprovince", N_("The venue state and province")),
+    _body("website", N_("The venue website URL"), check="url_or_empty"),
+    _body("image", N_("The venue featured image ID or URL"), check="image"),
 )
 
-ORGANIZER_CREATE_ARGS = _post_meta_args("organizer") + (
-    Arg("organizer", "The organizer name", type="string", required=True, check="nonempty", location="body"),
-    _body("description", "The organizer description"),
-    Arg("status", "The organizer post status", type="string", check="post_status", location="body"),
-    _body("phone", "The organizer phone number"),
-    _body("website", "The organizer website", check="url_or_empty"),
-    _body("email", "The organizer e-mail address"),
-    _body("image", "The organizer featured image ID or URL", check="image"),
+ORGANIZER_CREATE_ARGS = _post_meta_args(
+    N_("The organizer author ID"), N_("The organizer publication date"),
+    N_("The organizer publication date (UTC time zone)"),
+) + (
+    Arg("organizer", N_("The organizer name"), type="string", required=True, check="nonempty", location="body"),
+    _body("description", N_("The organizer description")),
+    Arg("status", N_("The organizer post status"), type="string", check="post_status", location="body"),
+    _body("phone", N_("The organizer phone number")),
+    _body("website", N_("The organizer website"), check="url_or_empty"),
+    _body("email", N_("The organizer e-mail address")),
+    _body("image", N_("The organizer featured image ID or URL"), check="image"),
 )
 
 
-def _term_archive_args(what: str, taxonomy_check: str, with_parent: bool) -> tuple[Arg, ...]:
+def _term_archive_args(per_page: str, taxonomy_check: str, with_parent: bool) -> tuple[Arg, ...]:
     args = [
         PAGE,
-        _per_page(what),
-        Arg("search", "Limit results to those matching a string", type="string", check="search"),
-        Arg("exclude", "Ensure result set exclude specific IDs", items="integer", check=taxonomy_check + "_list"),
-        Arg("include", "Limit result set to specific IDs", items="integer", check=taxonomy_check + "_list"),
-        Arg("order", "Order sort attribute ascending or descending", type="string", check="order"),
-        Arg("orderby", "Sort collection by term attribute", type="string", check="orderby"),
-        Arg("hide_empty", "Whether to hide terms not assigned to any posts", type="boolean", default="1"),
+        _per_page(per_page),
+        Arg("search", N_("Limit results to those matching a string"), type="string", check="search"),
+        Arg("exclude", N_("Ensure result set exclude specific IDs"), items="integer", check=taxonomy_check + "_list"),
+        Arg("include", N_("Limit result set to specific IDs"), items="integer", check=taxonomy_check + "_list"),
+        Arg("order", N_("Order sort attribute ascending or descending"), type="string", check="order"),
+        Arg("orderby", N_("Sort collection by term attribute"), type="string", check="orderby"),
+        Arg("hide_empty", N_("Whether to hide terms not assigned to any posts"), type="boolean", default="1"),
     ]
     if with_parent:
-        args.append(Arg("parent", "Limit result set to terms assigned to a specific parent", type="integer",
+        args.append(Arg("parent", N_("Limit result set to terms assigned to a specific parent"), type="integer",
                         check="category_id"))
     args += [
-        Arg("post", "Limit result set to terms assigned to a specific post", type="integer", check="event_id"),
-        Arg("event", 'Limit result set to terms assigned to a specific event (an alias of the "post" parameter)',
+        Arg("post", N_("Limit result set to terms assigned to a specific post"), type="integer", check="event_id"),
+        Arg("event", N_('Limit result set to terms assigned to a specific event (an alias of the "post" parameter)'),
             type="integer", check="event_id"),
-        Arg("slug", "Limit result set to terms with a specific slug", type="string", check="nonempty"),
+        Arg("slug", N_("Limit result set to terms with a specific slug"), type="string", check="nonempty"),
     ]
     return tuple(args)
 
 
-def _term_create_args(what: str, with_parent: bool) -> tuple[Arg, ...]:
+def _term_create_args(name: str, description: str, slug: str, parent: str | None = None) -> tuple[Arg, ...]:
     args = [
-        Arg("name", f"The {what} name", type="string", required=True, check="nonempty", location="body"),
-        Arg("description", f"The {what} description", type="string", check="nonempty", location="body"),
-        Arg("slug", f"The {what} slug", type="string", check="nonempty", location="body"),
+        Arg("name", name, type="string", required=True, check="nonempty", location="body"),
+        Arg("description", description, type="string", check="nonempty", location="body"),
+        Arg("slug", slug, type="string", check="nonempty", location="body"),
     ]
-    if with_parent:
-        args.append(Arg("parent", f"The {what} parent ID", type="integer", check="category_id", location="body"))
+    if parent:
+        args.append(Arg("parent", parent, type="integer", check="category_id", location="body"))
     return tuple(args)
 
 
@@ -300,7 +308,13 @@ VENUES = Resource(
     types={**_POST_COMMON_TYPES, "venue": "str", "address": "str", "city": "str", "country": "str",
            "province": "str", "state": "str", "zip": "str", "phone": "str", "stateprovince": "str",
            "website": "str", "show_map": "bool", "show_map_link": "bool", "geo_lat": "float", "geo_lng": "float"},
-    archive_args=_linked_archive_args("venues"),
+    archive_args=_linked_archive_args(
+        N_("The number of venues to return on each page"),
+        N_("Venues should contain the specified string in the title, description or custom fields"),
+        N_("Venues should be related to this event"),
+        N_("Venues should have events associated to them"),
+        N_("Venues should have upcoming events associated to them"),
+        N_("The venue post status")),
     create_args=VENUE_CREATE_ARGS,
     permalink="/venue/{slug}/",
 )
@@ -310,7 +324,13 @@ ORGANIZERS = Resource(
     file_keys=("id", "organizer", "slug", "status", "author", "date_utc", "modified_utc", "description", "excerpt",
                "phone", "website", "email", "image", "password"),
     types={**_POST_COMMON_TYPES, "organizer": "str", "phone": "str", "website": "str", "email": "str"},
-    archive_args=_linked_archive_args("organizers"),
+    archive_args=_linked_archive_args(
+        N_("The number of organizers to return on each page"),
+        N_("Organizers should contain the specified string in the title, description or custom fields"),
+        N_("Organizers should be related to this event"),
+        N_("Organizers should have events associated to them"),
+        N_("Organizers should have upcoming events associated to them"),
+        N_("The organizer post status")),
     create_args=ORGANIZER_CREATE_ARGS,
     permalink="/organizer/{slug}/",
 )
@@ -320,8 +340,10 @@ CATEGORIES = Resource(
     file_keys=("id", "name", "slug", "description", "parent"),
     types={"id": "int", "name": "str", "slug": "str", "description": "text", "parent": "int"},
     taxonomy="tribe_events_cat",
-    archive_args=_term_archive_args("event categories", "category", with_parent=True),
-    create_args=_term_create_args("event category", with_parent=True),
+    archive_args=_term_archive_args(N_("The number of event categories to return on each page"), "category",
+                                    with_parent=True),
+    create_args=_term_create_args(N_("The event category name"), N_("The event category description"),
+                                  N_("The event category slug"), N_("The event category parent ID")),
     permalink="/events/category/{slug}/",
 )
 
@@ -330,8 +352,10 @@ TAGS = Resource(
     file_keys=("id", "name", "slug", "description"),
     types={"id": "int", "name": "str", "slug": "str", "description": "text"},
     taxonomy="post_tag",
-    archive_args=_term_archive_args("event tags", "tag", with_parent=False),
-    create_args=_term_create_args("event tag", with_parent=False),
+    archive_args=_term_archive_args(N_("The number of event tags to return on each page"), "tag",
+                                    with_parent=False),
+    create_args=_term_create_args(N_("The event tag name"), N_("The event tag description"),
+                                  N_("The event tag slug")),
     permalink="/tag/{slug}/",
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .i18n import LANGUAGES, N_
 from .resources import EVENTS, POST_TYPES, TERM_TYPES, Arg, Resource
 
 NAMESPACE = "calendar/events/v1"
@@ -21,6 +22,8 @@ class Endpoint:
     handler: str              # name in api.HANDLERS
     args: tuple[Arg, ...]
     permission: str = "public"   # public | create | edit | delete
+    summary: str = ""            # /doc summary (marked with N_); else SUMMARIES by handler
+    response: str | None = None  # /doc: name of the components schema of the success body
 
 
 @dataclass(frozen=True)
@@ -58,19 +61,81 @@ def _compiled(pattern: str) -> re.Pattern:
     return _CACHE[pattern]
 
 
+_ID_TEXT = {"events": N_("the event post ID"), "venues": N_("the venue post ID"),
+            "organizers": N_("the organizer post ID"), "categories": N_("the event category term ID"),
+            "tags": N_("the event tag term ID")}
+_SLUG_TEXT = {"events": N_("the event post name"), "venues": N_("the venue post name"),
+              "organizers": N_("the organizer post name")}
+
+
 def _id_arg(resource: Resource) -> Arg:
-    kind = "post" if resource.kind == "post" else "term"
     check = "event_id_format" if resource is EVENTS else f"{resource.singular}_record"
-    return Arg("id", f"the {('event ' + resource.singular) if resource.kind == 'term' else resource.singular} {kind} ID",
-               type="integer", required=True, check=check, location="path")
+    return Arg("id", _ID_TEXT[resource.name], type="integer", required=True, check=check, location="path")
 
 
 def _slug_arg(resource: Resource) -> Arg:
-    return Arg("slug", f"the {resource.singular} post name", type="string", required=True,
+    return Arg("slug", _SLUG_TEXT[resource.name], type="string", required=True,
                check=f"{resource.singular}_slug", location="path")
 
 
-PASSWORD = Arg("password", "The event password", type="string")
+PASSWORD = Arg("password", N_("The event password"), type="string")
+
+# Arguments every route takes besides its own (the index and /doc list them on every endpoint).
+# An unknown language is not an error: it falls back to English (see i18n.choose).
+LANGUAGE = Arg("i18n_language", N_("The language of the descriptions in the answer: one of nl, en, fr, de, it, "
+                                   "pl, pt-pt, sl, es (any other value means English)"), type="string")
+LANGUAGE_CODES = tuple(LANGUAGES)
+COMMON_ARGS = (LANGUAGE,)
+
+# Summaries of operations in /doc, by handler, then by resource; "by-slug" entries for slug routes.
+SUMMARIES = {
+    "index": N_("Describe the routes of this namespace"),
+    "doc": N_("Get the OpenAPI document of this API"),
+    ("archive", "events"): N_("List events"),
+    ("archive", "venues"): N_("List venues"),
+    ("archive", "organizers"): N_("List organizers"),
+    ("archive", "categories"): N_("List event categories"),
+    ("archive", "tags"): N_("List event tags"),
+    ("create", "events"): N_("Create an event"),
+    ("create", "venues"): N_("Create a venue"),
+    ("create", "organizers"): N_("Create an organizer"),
+    ("create", "categories"): N_("Create an event category"),
+    ("create", "tags"): N_("Create an event tag"),
+    ("single", "events"): N_("Get an event by ID"),
+    ("single", "venues"): N_("Get a venue by ID"),
+    ("single", "organizers"): N_("Get an organizer by ID"),
+    ("single", "categories"): N_("Get an event category by ID"),
+    ("single", "tags"): N_("Get an event tag by ID"),
+    ("update", "events"): N_("Update an event by ID"),
+    ("update", "venues"): N_("Update a venue by ID"),
+    ("update", "organizers"): N_("Update an organizer by ID"),
+    ("update", "categories"): N_("Update an event category by ID"),
+    ("update", "tags"): N_("Update an event tag by ID"),
+    ("delete", "events"): N_("Delete an event by ID (moves it to the trash)"),
+    ("delete", "venues"): N_("Delete a venue by ID (moves it to the trash)"),
+    ("delete", "organizers"): N_("Delete an organizer by ID (moves it to the trash)"),
+    ("delete", "categories"): N_("Delete an event category by ID"),
+    ("delete", "tags"): N_("Delete an event tag by ID"),
+    ("single", "events", "by-slug"): N_("Get an event by slug"),
+    ("single", "venues", "by-slug"): N_("Get a venue by slug"),
+    ("single", "organizers", "by-slug"): N_("Get an organizer by slug"),
+    ("update", "events", "by-slug"): N_("Update an event by slug"),
+    ("update", "venues", "by-slug"): N_("Update a venue by slug"),
+    ("update", "organizers", "by-slug"): N_("Update an organizer by slug"),
+    ("delete", "events", "by-slug"): N_("Delete an event by slug (moves it to the trash)"),
+    ("delete", "venues", "by-slug"): N_("Delete a venue by slug (moves it to the trash)"),
+    ("delete", "organizers", "by-slug"): N_("Delete an organizer by slug (moves it to the trash)"),
+}
+
+
+def summary_of(route: "Route", endpoint: Endpoint) -> str:
+    """The English summary of ``endpoint`` on ``route``: its own, else from SUMMARIES, else ""."""
+    if endpoint.summary:
+        return endpoint.summary
+    name = route.resource.name if route.resource else None
+    keys = [(endpoint.handler, name, "by-slug")] if "/by-slug/" in route.pattern else []
+    keys += [(endpoint.handler, name), endpoint.handler]
+    return next((SUMMARIES[k] for k in keys if k in SUMMARIES), "")
 
 
 def build_routes() -> tuple[Route, ...]:
