@@ -137,20 +137,23 @@ class IcalPresenter:
     def event_zone(self, record: Record):
         return dates.zone(record.data.get("timezone"), self.site_tz)
 
-    def _involves_password(self, record: Record) -> bool:
-        return bool(record.data.get("password")) or any(
-            r.data.get("password") for key in ("venue", "organizer") for r in self.snapshot.refs(record, key))
-
     def vevent(self, record: Record) -> bytes:
-        """The VEVENT of an event record, as bytes (remembered for the snapshot's commit unless
-        a password is involved: what those show depends on the caller)."""
-        key = ("ical", record.id, self.urls)
-        cached = self.snapshot.memo.get(key)
-        if cached is not None:
-            return cached
+        """The VEVENT of an event record, as bytes.
+
+        Kept on the record (immutable for its blob, so shared by the snapshots that follow a
+        write) with the referenced venues, organizers and categories it was built from: it is
+        reused while those are the same records. Not kept when a password is involved, since
+        what those show depends on the caller.
+        """
+        refs = tuple(r for key in ("categories", "venue", "organizer") for r in self.snapshot.refs(record, key))
+        context = (self.urls, self.site_tz)
+        cached = record.__dict__.get("_vevent")
+        if (cached is not None and cached[0] == context and len(cached[1]) == len(refs)
+                and all(a is b for a, b in zip(cached[1], refs))):
+            return cached[2]
         out = self.event(record).to_ical()
-        if not self._involves_password(record):
-            self.snapshot.memo[key] = out
+        if not record.data.get("password") and not any(r.data.get("password") for r in refs):
+            record.__dict__["_vevent"] = (context, refs, out)
         return out
 
     def uid(self, record: Record) -> str:

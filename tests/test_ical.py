@@ -295,6 +295,30 @@ def test_zero_length_events_have_no_dtend(calendar, anon):
     assert "DTEND" not in instant_event  # RFC 5545: DTEND must be later than DTSTART
 
 
+def test_feed_follows_changes_to_events_and_what_they_refer_to(calendar, anon, admin):
+    """VEVENTs are reused across commits only while the event and its venue, organizers and
+    categories are the same records."""
+    def vevent(eid):
+        cal = parse(anon.get("/events", query_string={"ical": "1"}))
+        return next(e for e in cal.walk("VEVENT") if str(e["UID"]) == f"{eid}@localhost")
+
+    eid = calendar["utc"]
+    before = vevent(eid)
+    assert str(before["LOCATION"]).startswith("Riverside Hall") and vevent(eid).to_ical() == before.to_ical()
+    venue = anon.get(f"/events/{eid}").get_json()["venue"]["id"]
+    assert admin.post(f"/venues/{venue}", json={"venue": "Quayside Hall"}).status_code == 200
+    assert str(vevent(eid)["LOCATION"]).startswith("Quayside Hall")
+    music = anon.get("/categories", query_string={"slug": "music"}).get_json()["categories"][0]["id"]
+    assert admin.post(f"/categories/{music}", json={"name": "Live Music"}).status_code == 200
+    assert [str(c) for c in vevent(eid)["CATEGORIES"].cats] == ["Live Music"]
+    organizer = anon.get(f"/events/{eid}").get_json()["organizer"][0]["id"]
+    assert admin.post(f"/organizers/{organizer}", json={"email": "arts@example.org"}).status_code == 200
+    assert str(vevent(eid)["ORGANIZER"]) == "mailto:arts@example.org"
+    assert admin.post(f"/events/{eid}", json={"title": "Renamed"}).status_code == 200
+    after = vevent(eid)
+    assert str(after["SUMMARY"]) == "Renamed" and after["LAST-MODIFIED"].dt > before["LAST-MODIFIED"].dt
+
+
 # ============================================================================= the same selection
 
 
