@@ -421,6 +421,12 @@ def test_content_negotiation(world, anon, accept, ical):
         assert len(parse(r).walk("VEVENT")) == 1
 
 
+def test_cors_keeps_vary_accept(make_app):
+    client = make_app(site_timezone=SITE_TZ, cors_origins=("*",)).test_client()
+    r = client.get("/calendar/events/v1/events?ical=1", headers={"Origin": "https://app.example"})
+    assert r.status_code == 200 and {v.strip() for v in r.headers["Vary"].split(",")} == {"Accept", "Origin"}
+
+
 def test_the_ical_argument_wins_over_accept(world, anon):
     world.event(local(TODAY + timedelta(days=2), 9), local(TODAY + timedelta(days=2), 10))
     world.commit()
