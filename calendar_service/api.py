@@ -454,10 +454,11 @@ def _wants_ical(call: Call) -> bool:
 
 
 def _ical_response(chunks, filename: str) -> Response:
-    """A streamed text/calendar response offering ``filename`` (made of a slug: safe ASCII)."""
+    """A streamed text/calendar response offering ``filename`` (made of a slug; kept to safe ASCII)."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in filename)
     return Response(chunks, status=200, headers={
         "Content-Type": ical.MEDIA_TYPE + "; charset=utf-8",
-        "Content-Disposition": f'attachment; filename="{filename}"',
+        "Content-Disposition": f'attachment; filename="{safe}"',
     })
 
 
@@ -469,7 +470,7 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
     """
     paged = bool({"page", "per_page"} & call.present)
     if not paged:
-        query.page, query.per_page = 1, max(1, len(call.snapshot.by_id[EVENTS.name]))
+        query.page, query.per_page = 1, max(1, len(call.snapshot.all(EVENTS)))
     result = call.service.list_events(query, call.user, call.snapshot)
     if result.page > 1 and not result.items:
         raise errors.plugin_error("event-archive-page-not-found")

@@ -121,11 +121,14 @@ class IcalPresenter:
         """The IANA zones the events use, each with the first and last day it must cover."""
         spans: dict[str, tuple[date, date]] = {}
         for record in events:
-            zone = tzid_zone(self.event_zone(record))
-            if zone is None or record.data.get("all_day"):
-                continue
-            first = date.fromisoformat(str(record.data["start_date"])[:10])
-            last = date.fromisoformat(str(record.data["end_date"])[:10])
+            try:
+                zone = tzid_zone(self.event_zone(record))
+                if zone is None or record.data.get("all_day"):
+                    continue
+                first = date.fromisoformat(str(record.data["start_date"])[:10])
+                last = date.fromisoformat(str(record.data["end_date"])[:10])
+            except (KeyError, ValueError):
+                continue  # its VEVENT fails too, and is left out (see feed)
             if zone.key in spans:
                 first, last = min(first, spans[zone.key][0]), max(last, spans[zone.key][1])
             spans[zone.key] = (first, last)
