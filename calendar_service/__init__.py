@@ -96,7 +96,7 @@ def create_app(test_config: dict | None = None) -> Flask:
             response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-Match, If-None-Match"
             response.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
             response.headers["Access-Control-Expose-Headers"] = "X-TEC-Total, X-TEC-TotalPages, Link, ETag"
-            response.headers["Vary"] = "Origin"
+            response.vary.add("Origin")  # keep Vary: Accept of event reads
         return response
 
     return app

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from dateutil.relativedelta import relativedelta
 from flask import Blueprint, Response, current_app, g, request
 
-from . import dates, docs, errors, i18n, permissions, queries
+from . import dates, docs, errors, i18n, ical, permissions, queries
 from .accounts import User
 from .errors import ApiError
 from .params import CheckContext, CHECKS, Invalid, coerce, depth, php_nested
@@ -109,8 +109,9 @@ def dispatch(rest: str):
     call.record = resolve_record(call)
     g.calendar_allow = ", ".join(allowed_methods(call))
     authorize(call)
-    body, status = HANDLERS[endpoint.handler](call)
-    response = json_response(body, status)
+    result = HANDLERS[endpoint.handler](call)
+    # handlers answer (body, status) for JSON, or a ready Response for another representation
+    response = result if isinstance(result, Response) else json_response(*result)
     for key, value in call.headers.items():
         response.headers[key] = value
     return response
@@ -271,6 +272,9 @@ def handle_single(call: Call):
     call.service.check_readable(record, call.user)
     if record.resource is EVENTS:
         _check_event_password(call, record)
+        if _wants_ical(call):
+            feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked).feed([record])
+            return _ical_response(feed, f"{record.slug}.ics")
     return call.presenter().present(record, single=True), 200
 
 
@@ -436,8 +440,51 @@ def _events_archive(call: Call):
             echo.append((key, args[key]))
     if "strict_dates" in present:
         echo.append(("strict_dates", "true" if strict else "false"))
+    if _wants_ical(call):
+        return _events_feed(call, query, echo)
     result = call.service.list_events(query, call.user, call.snapshot)
     return _post_list(call, EVENTS, result, echo, "event")
+
+
+def _wants_ical(call: Call) -> bool:
+    """Whether the caller asked for iCalendar: ``ical`` when given (either way), else an Accept
+    header preferring text/calendar over application/json (a tie or */* stays JSON)."""
+    call.headers["Vary"] = "Accept"  # event reads have two representations
+    if "ical" in call.args:
+        return call.args["ical"]
+    best = request.accept_mimetypes.best_match(["application/json", ical.MEDIA_TYPE])
+    return best == ical.MEDIA_TYPE
+
+
+def _ical_response(chunks, filename: str) -> Response:
+    """A streamed text/calendar response offering ``filename`` (made of a slug; kept to safe ASCII)."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in filename)
+    return Response(chunks, status=200, headers={
+        "Content-Type": ical.MEDIA_TYPE + "; charset=utf-8",
+        "Content-Disposition": f'attachment; filename="{safe}"',
+    })
+
+
+def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, object]]) -> Response:
+    """The event list as an iCalendar feed: the same selection and order as the JSON list.
+
+    Without an explicit ``page`` or ``per_page`` the feed holds every matching event (one
+    page of them all); with either, exactly the JSON list's page, with the same headers.
+    """
+    paged = bool({"page", "per_page"} & call.present)
+    if not paged:
+        query.page, query.per_page = 1, max(1, len(call.snapshot.all(EVENTS)))
+    result = call.service.list_events(query, call.user, call.snapshot)
+    if result.page > 1 and not result.items:
+        raise errors.plugin_error("event-archive-page-not-found")
+    if paged:
+        if "ical" in call.present:
+            echo = echo + [("ical", True)]  # following Link keeps the representation
+        _links(call, echo, result.page, result.page * result.per_page < result.total,
+               result.page > 1 and result.total > 0, EVENTS)
+    _totals(call, result)
+    presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked)
+    return _ical_response(presenter.feed(result.items), "events.ics")
 
 
 def _post_list(call: Call, resource: Resource, result: queries.Page, echo, singular: str):

@@ -623,6 +623,31 @@ def phase_serve(cfg: dict) -> dict:
             row["floor_p50_ms"] = floor_row["p50_ms"]
             row["floor_p95_ms"] = floor_row["p95_ms"]
 
+    say(f"{size}: iCalendar feeds (every matching event; bodies read inside the timing: they are streamed)")
+
+    def feed(params: dict):
+        response = runner.get("/events", {"ical": 1, **params})
+        response.get_data()
+        return response
+
+    t0 = time.perf_counter()
+    first_feed = feed({})
+    result["first_feed_ms"] = (time.perf_counter() - t0) * 1000
+    result["feed_events"] = int(first_feed.headers.get("X-TEC-Total", "0"))
+    result["feed_bytes"] = len(first_feed.get_data())
+    say(f"{size}: first feed (every VEVENT built) {result['first_feed_ms']:.0f} ms, {result['feed_events']} events, "
+        f"{result['feed_bytes'] / 1e6:.1f} MB")
+    feeds = {
+        "feed: every event (ical=1)": lambda k: feed({}),
+        "feed: category + 30-day window (ical=1)": lambda k: feed({
+            "categories": category_ids[k % len(category_ids)], "start_date": day(k % 365),
+            "end_date": day(k % 365 + 30)}),
+    }
+    for name, request in feeds.items():
+        row, _ = runner.measure(name, request)
+        row["kind"], row["mode"] = "feed", "index"
+        rows.append(row)
+
     if cfg.get("profile"):
         result["profiles"] = profile_lists(runner, service, rows, lists, cfg)
 
@@ -834,6 +859,8 @@ def table(size_result: dict) -> str:
         one("cold start: first list request", s["first_list_s"])
         one("cold start: total until the first list returns", s["cold_start_s"])
         one("RSS after load (serving process, MB)", s["rss_after_load_mb"], unit="")
+        if s.get("first_feed_ms") is not None:
+            one(f"first iCalendar feed, every VEVENT built ({s['feed_events']:,} events)", s["first_feed_ms"] / 1000)
         one("RSS at the end of the serving process (MB)", s["rss_end_mb"], unit="")
     one("peak RSS of the build process (MB)", b["peak_rss_mb"], unit="")
     one("search index on disk (MB)", b["index_mb"], unit="")

@@ -154,6 +154,12 @@ EVENT_ARCHIVE_ARGS = (
     Arg("ticketed", N_("Filter events with or without tickets."), type="boolean"),
 )
 
+# Not in the original's route table: its iCalendar export lives on the site's pages (?ical=1).
+ICAL = Arg("ical", "Answer in iCalendar (text/calendar, RFC 5545) instead of JSON; an Accept header preferring "
+           "text/calendar does the same. A list then holds every matching event unless page or per_page is given.",
+           type="boolean")
+EVENT_ARCHIVE_ARGS += (ICAL,)
+
 EVENT_CREATE_ARGS = (
     Arg("author", N_("The event author ID"), type="integer", check="user_id", location="body"),
     Arg("date", N_("The event publication date"), type="string", check="date", location="body"),

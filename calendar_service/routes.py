@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from .i18n import LANGUAGES, N_
-from .resources import EVENTS, POST_TYPES, TERM_TYPES, Arg, Resource
+from .resources import EVENTS, ICAL, POST_TYPES, TERM_TYPES, Arg, Resource
 
 NAMESPACE = "calendar/events/v1"
 EDIT = ("POST", "PUT", "PATCH")
@@ -152,6 +152,7 @@ def build_routes() -> tuple[Route, ...]:
         # the original registers no `password` on by-slug routes; we take it there too, so an
         # event is unlocked and its password set the same way whichever route names it
         slug = (_slug_arg(resource),) + extra
+        as_ical = (ICAL,) if resource is EVENTS else ()
         update_args = tuple(a for a in resource.update_args() if a.name != "slug")
         routes += [
             Route(f"/{resource.name}", (
@@ -159,12 +160,12 @@ def build_routes() -> tuple[Route, ...]:
                 Endpoint(("POST",), "create", resource.create_args, "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
-                Endpoint(("GET",), "single", ident),
+                Endpoint(("GET",), "single", ident + as_ical),
                 Endpoint(("DELETE",), "delete", ident, "delete"),
                 Endpoint(EDIT, "update", ident + resource.update_args(), "edit"),
             ), resource),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
-                Endpoint(("GET",), "single", slug),
+                Endpoint(("GET",), "single", slug + as_ical),
                 Endpoint(("DELETE",), "delete", slug, "delete"),
                 # the path's slug names the record; renaming goes through the id route
                 Endpoint(EDIT, "update", slug + update_args, "edit"),

@@ -100,3 +100,25 @@ def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> 
     else:
         text = f"{money(unique[0])} – {money(unique[-1])}"
     return text, details
+
+
+_DROPPED = re.compile(r"<(script|style)\b.*?</\1\s*>", re.I | re.S)
+_LINE_BREAK = re.compile(r"<br\s*/?>", re.I)
+_BLOCK_END = re.compile(r"</(p|div|h[1-6]|ul|ol|table|blockquote|pre|figure|section|article|aside|header|footer|"
+                        r"address|details|dl)\s*>|<hr\b[^>]*>", re.I)
+_ROW_END = re.compile(r"</(li|tr|dt|dd)\s*>", re.I)
+
+
+def plain_text(markup: str | None) -> str:
+    """Readable plain text of an HTML fragment (a description as stored): tags dropped, entities
+    decoded, line breaks and paragraphs kept as one and two new lines, list items as ``- ``."""
+    if not markup:
+        return ""
+    value = _DROPPED.sub("", str(markup).replace("\r\n", "\n"))
+    value = _LINE_BREAK.sub("\n", value)
+    value = _BLOCK_END.sub("\n\n", value)
+    value = _ROW_END.sub("\n", value)
+    value = re.sub(r"<li\b[^>]*>", "- ", value, flags=re.I)
+    value = html.unescape(re.sub(r"<[^>]*>", "", value)).replace("\xa0", " ")
+    lines = [re.sub(r"[ \t]+", " ", line).strip() for line in value.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

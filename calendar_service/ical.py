@@ -1,0 +1,241 @@
+"""iCalendar (RFC 5545) representations of events, built with the ``icalendar`` package.
+
+A presenter like ``presenters.Presenter``, but of records into VEVENTs: the HTTP layer
+selects the events exactly as for the JSON list (or the single read) and hands the records
+here. The same visibility rules apply: a password-protected event the caller has not
+unlocked shows only its title, times and link (as the JSON list blanks it), and a
+protected venue or organizer is left out.
+
+Mapping (README "iCalendar feeds"): UID ``<id>@<site host>``, stable for the event's life;
+DTSTAMP and LAST-MODIFIED the record's ``modified_utc`` (there is no METHOD, so DTSTAMP is
+when the information was last revised, RFC 5545 3.8.7.2, which also keeps the output of a
+commit byte-for-byte stable); events in an IANA zone carry TZID and one VTIMEZONE per zone
+used, covering the events' dates; events in ``UTC`` or a ``UTC+5`` offset are written in
+UTC; all-day events are VALUE=DATE with the exclusive end day.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
+
+from . import dates, text
+from .catalog import Snapshot
+from .presenters import Urls
+from .records import Record
+from .resources import EVENTS, ORGANIZERS
+
+log = logging.getLogger(__name__)
+
+MEDIA_TYPE = "text/calendar"
+PRODID = "-//Calendar Service//Calendar Events REST API v1//EN"
+REFRESH = timedelta(hours=1)  # a hint to subscribers (REFRESH-INTERVAL, X-PUBLISHED-TTL)
+
+# post status -> VEVENT STATUS; scheduled (future) posts are not public yet
+STATUS = {"publish": "CONFIRMED", "private": "CONFIRMED", "future": "TENTATIVE", "draft": "TENTATIVE",
+          "pending": "TENTATIVE", "trash": "CANCELLED"}
+_UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu", "GMT",
+              "Etc/GMT", "Etc/GMT0", "Etc/GMT+0", "Etc/GMT-0", "Etc/Greenwich", "Greenwich", "GMT0", "GMT+0", "GMT-0"}
+_END = b"END:VCALENDAR\r\n"
+
+
+def _utc(text_value) -> datetime | None:
+    """A stored UTC ``YYYY-MM-DD HH:MM:SS`` as an aware datetime; None when empty or unreadable."""
+    try:
+        return dates.read_local(text_value, timezone.utc) if text_value else None
+    except ValueError:
+        return None
+
+
+def tzid_zone(tz) -> ZoneInfo | None:
+    """The zone to name with TZID, or None when times are better written in UTC (UTC itself,
+    fixed ``UTC+5`` offsets, which have no IANA identifier)."""
+    if isinstance(tz, ZoneInfo) and tz.key not in _UTC_NAMES:
+        return tz
+    return None
+
+
+@lru_cache(maxsize=256)
+def _vtimezone(key: str, first: date, last: date) -> bytes:
+    """The VTIMEZONE of IANA zone ``key`` with its transitions between ``first`` and ``last``."""
+    return Timezone.from_tzinfo(ZoneInfo(key), tzid=key, first_date=first, last_date=last).to_ical()
+
+
+class IcalPresenter:
+    """Turns event records of one snapshot into VEVENTs and calendars.
+
+    ``unlocked(record)`` says whether the caller may see a password-protected record in
+    full, as for the JSON presenter.
+    """
+
+    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked):
+        self.snapshot = snapshot
+        self.urls = urls
+        self.site_tz = site_tz
+        self.unlocked = unlocked
+
+    # ------------------------------------------------------------------------- calendar
+
+    def calendar_name(self) -> str:
+        return f"Events - {self.urls.host_path}"
+
+    def _shell(self) -> tuple[bytes, bytes]:
+        """The calendar's opening lines (its properties) and its closing line."""
+        cal = Calendar()
+        cal.add("prodid", PRODID)
+        cal.add("version", "2.0")
+        cal.add("calscale", "GREGORIAN")
+        cal.add("x-wr-calname", self.calendar_name())
+        cal.add("name", self.calendar_name())
+        cal.add("x-wr-caldesc", f"Events of {self.urls.site}")
+        cal.add("x-wr-timezone", getattr(self.site_tz, "key", None) or str(self.site_tz))
+        cal.add("refresh-interval", REFRESH, parameters={"VALUE": "DURATION"})
+        cal.add("x-published-ttl", vDuration(REFRESH))
+        whole = cal.to_ical()
+        return whole[:-len(_END)], _END
+
+    def feed(self, events: Iterable[Record]) -> Iterator[bytes]:
+        """The VCALENDAR of ``events`` (in the given order) as chunks of bytes, to stream.
+
+        VTIMEZONEs come first, one per zone used, covering the events' dates; then one
+        VEVENT per event. An event that cannot be written is logged and left out, so the
+        calendar stays well-formed once streaming has begun.
+        """
+        events = list(events)
+        head, tail = self._shell()
+        yield head
+        for key, (first, last) in sorted(self._zones(events).items()):
+            yield _vtimezone(key, first, last)
+        for record in events:
+            try:
+                yield self.vevent(record)
+            except Exception:
+                log.exception("event %s could not be written as a VEVENT; left out of the feed", record.id)
+        yield tail
+
+    def _zones(self, events: list[Record]) -> dict[str, tuple[date, date]]:
+        """The IANA zones the events use, each with the first and last day it must cover."""
+        spans: dict[str, tuple[date, date]] = {}
+        for record in events:
+            try:
+                zone = tzid_zone(self.event_zone(record))
+                if zone is None or record.data.get("all_day"):
+                    continue
+                first = date.fromisoformat(str(record.data["start_date"])[:10])
+                last = date.fromisoformat(str(record.data["end_date"])[:10])
+            except (KeyError, ValueError):
+                continue  # its VEVENT fails too, and is left out (see feed)
+            if zone.key in spans:
+                first, last = min(first, spans[zone.key][0]), max(last, spans[zone.key][1])
+            spans[zone.key] = (first, last)
+        # a little margin so the transitions around the events are described too
+        return {key: (a.replace(month=1, day=1), date(b.year + 1, 1, 1)) for key, (a, b) in spans.items()}
+
+    # ------------------------------------------------------------------------- events
+
+    def event_zone(self, record: Record):
+        return dates.zone(record.data.get("timezone"), self.site_tz)
+
+    def vevent(self, record: Record) -> bytes:
+        """The VEVENT of an event record, as bytes.
+
+        Kept on the record (immutable for its blob, so shared by the snapshots that follow a
+        write) with the referenced venues, organizers and categories it was built from: it is
+        reused while those are the same records. Not kept when a password is involved, since
+        what those show depends on the caller.
+        """
+        refs = tuple(r for key in ("categories", "venue", "organizer") for r in self.snapshot.refs(record, key))
+        context = (self.urls, self.site_tz)
+        cached = record.__dict__.get("_vevent")
+        if (cached is not None and cached[0] == context and len(cached[1]) == len(refs)
+                and all(a is b for a, b in zip(cached[1], refs))):
+            return cached[2]
+        out = self.event(record).to_ical()
+        if not record.data.get("password") and not any(r.data.get("password") for r in refs):
+            record.__dict__["_vevent"] = (context, refs, out)
+        return out
+
+    def uid(self, record: Record) -> str:
+        return f"{record.id}@{self.urls.host_path}"
+
+    def event(self, record: Record) -> Event:
+        """The icalendar ``Event`` of an event record."""
+        data = record.data
+        open_ = not data.get("password") or self.unlocked(record)
+        ev = Event()
+        ev.add("uid", self.uid(record))
+        modified = _utc(data.get("modified_utc")) or _utc(data.get("date_utc")) or datetime(1970, 1, 1, tzinfo=timezone.utc)
+        ev.add("dtstamp", modified)
+        self._add_times(ev, record)
+        ev.add("summary", record.title.strip())
+        created = _utc(data.get("date_utc"))
+        if created is not None:
+            ev.add("created", created)
+        ev.add("last-modified", modified)
+        ev.add("url", self.urls.permalink(EVENTS, record.slug))
+        ev.add("status", STATUS.get(record.status, "CONFIRMED"))
+        ev.add("class", "PRIVATE" if record.status == "private" else ("PUBLIC" if open_ else "CONFIDENTIAL"))
+        if not open_:
+            return ev  # the JSON list blanks everything else of a protected event
+        description = text.plain_text(data.get("description") or data.get("excerpt"))
+        if description:
+            ev.add("description", description)
+        categories = [t.title for t in self.snapshot.refs(record, "categories")]
+        if categories:
+            ev.add("categories", categories)
+        self._add_place(ev, record)
+        self._add_organizers(ev, record)
+        return ev
+
+    def _add_times(self, ev: Event, record: Record) -> None:
+        data = record.data
+        start_text, end_text = str(data["start_date"]), str(data["end_date"])
+        if data.get("all_day"):
+            first = date.fromisoformat(start_text[:10])
+            last = date.fromisoformat(end_text[:10])
+            # stored ends are the last day at 23:59:59; an end at midnight already is the next day
+            after = last if end_text[11:] == "00:00:00" and last > first else last + timedelta(days=1)
+            ev.add("dtstart", first)
+            ev.add("dtend", max(after, first + timedelta(days=1)))
+            return
+        tz = self.event_zone(record)
+        start, end = dates.read_local(start_text, tz), dates.read_local(end_text, tz)
+        if tzid_zone(tz) is None:
+            start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+        ev.add("dtstart", start)
+        if end.astimezone(timezone.utc) > start.astimezone(timezone.utc):
+            ev.add("dtend", end)  # RFC 5545: DTEND must be later; a zero-length event has none
+
+    def _open(self, record: Record) -> bool:
+        return not record.data.get("password") or self.unlocked(record)
+
+    def _add_place(self, ev: Event, record: Record) -> None:
+        venues = [v for v in self.snapshot.refs(record, "venue") if self._open(v)]
+        if not venues:
+            return
+        venue = venues[0].data
+        region = venue.get("stateprovince") or venue.get("state") or venue.get("province")
+        parts = [venues[0].title, venue.get("address"), venue.get("city"), region, venue.get("zip"), venue.get("country")]
+        parts = [str(p).strip() for p in parts if p not in (None, "") and str(p).strip()]
+        ev.add("location", ", ".join(dict.fromkeys(parts)))
+        if venue.get("geo_lat") is not None and venue.get("geo_lng") is not None:
+            ev.add("geo", (float(venue["geo_lat"]), float(venue["geo_lng"])))
+
+    def _add_organizers(self, ev: Event, record: Record) -> None:
+        """RFC 5545 allows one ORGANIZER: the first organizer. The others become CONTACTs
+        (ATTENDEE would make clients treat a published event as a meeting invitation)."""
+        organizers = [o for o in self.snapshot.refs(record, "organizer") if self._open(o)]
+        for n, organizer in enumerate(organizers):
+            data = organizer.data
+            email = str(data.get("email") or "").strip()
+            if n == 0:
+                address = vCalAddress(f"mailto:{email}" if email else self.urls.permalink(ORGANIZERS, organizer.slug))
+                address.params["CN"] = vText(organizer.title)
+                ev.add("organizer", address)
+            else:
+                details = [organizer.title, email, str(data.get("phone") or "").strip()]
+                ev.add("contact", ", ".join(d for d in details if d))
