@@ -200,6 +200,7 @@ class Catalog:
         self.store = store
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
+        self._past: dict[str, Snapshot] = {}
 
     def current(self) -> Snapshot:
         """The snapshot of the branch head as it is now."""
@@ -211,6 +212,22 @@ class Catalog:
             if self._snapshot.commit != head:
                 self._snapshot = self._advance(self._snapshot, head)
             return self._snapshot
+
+    def at(self, commit: str) -> Snapshot:
+        """The snapshot of any ``commit``, derived from the current one by reading only the
+        files that differ between the two (a few recent ones are kept)."""
+        current = self.current()
+        if commit == current.commit:
+            return current
+        with self._lock:
+            past = self._past.get(commit)
+        if past is None:
+            past = self._advance(current, commit)
+            with self._lock:
+                if len(self._past) >= 8:
+                    self._past.pop(next(iter(self._past)))
+                self._past[commit] = past
+        return past
 
     def _advance(self, previous: Snapshot, head: str | None) -> Snapshot:
         if head is None:

@@ -139,6 +139,9 @@ def openapi(urls: Urls) -> dict:
                           route.resource.name: {"type": "array", "items": {"$ref": f"#/components/schemas/{schema_name}"}},
                           "rest_url": _STRING, "next_rest_url": _STRING, "previous_rest_url": _STRING,
                           "total": _INT, "total_pages": _INT}}}}}
+            elif endpoint.handler in ("revisions", "changes"):
+                ok = {"description": "Commits that changed the record, newest first" if endpoint.handler == "revisions"
+                      else "Records created, updated or deleted since the token, and the next token"}
             else:
                 ok = {"description": f"The {route.resource.singular}",
                       "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_name}"}}}}
