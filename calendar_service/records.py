@@ -173,12 +173,13 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     if not is_safe_slug(data["slug"]):
         problems.append(Problem(path, _line_of(text, "slug"),
                                 "slug must be lowercase letters, digits, '-' or '_'"))
+    refused = {p.message.split("'")[1] for p in problems if p.message.startswith("'")}  # wrong type: said already
     for key in ("id", resource.title_key):
-        if data.get(key) in (None, ""):
+        if data.get(key) in (None, "") and key not in refused:
             problems.append(Problem(path, 1, f"required field '{key}' is missing"))
     if resource is RESOURCES["events"]:
         for key in ("start_date", "end_date"):
-            if not data.get(key):
+            if not data.get(key) and key not in refused:
                 problems.append(Problem(path, 1, f"required field '{key}' is missing"))
         if data.get("timezone") and not dates.is_valid_timezone(data["timezone"]):
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
