@@ -147,6 +147,7 @@ class CalendarService:
         self.catalog = catalog
         self.accounts = accounts
         self.index = index
+        self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
 
     @property
     def site_tz(self):
@@ -327,10 +328,7 @@ class CalendarService:
         found = snapshot.memo.get(key)
         if found is not None:
             return found
-        folder = record.resource.folder
-        commits = snapshot.memo.get(("log", folder))
-        if commits is None:
-            commits = snapshot.memo[("log", folder)] = self.store.log(folder, snapshot.commit)
+        commits = self._folder_log(record.resource.folder, snapshot)
         path = record.path
         found = []
         for entry in commits:
@@ -349,6 +347,25 @@ class CalendarService:
                 break
         snapshot.memo[key] = found
         return found
+
+    def _folder_log(self, folder: str, snapshot: Snapshot) -> list[dict]:
+        """The folder's history at the snapshot's commit. The last one read is kept: when the
+        branch moved forward only the new commits are asked of git."""
+        commits = snapshot.memo.get(("log", folder))
+        if commits is not None:
+            return commits
+        logs = self._logs
+        known = logs.get(folder)
+        if known and known[0] == snapshot.commit:
+            commits = known[1]
+        elif known and snapshot.commit and self.store.is_ancestor(known[0], snapshot.commit):
+            commits = self.store.log(folder, snapshot.commit, since=known[0]) + known[1]
+        else:
+            commits = self.store.log(folder, snapshot.commit)
+        if snapshot.commit:
+            logs[folder] = (snapshot.commit, commits)
+        snapshot.memo[("log", folder)] = commits
+        return commits
 
     def _holds(self, path: str, blob: str, record: Record) -> bool:
         raw = self.store.read_object(blob)

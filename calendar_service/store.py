@@ -252,15 +252,17 @@ class GitStore:
         found = out.decode("ascii", "replace")
         return found if _SHA.match(found) else None
 
-    def log(self, folder: str, head: str | None = None) -> list[dict]:
+    def log(self, folder: str, head: str | None = None, since: str | None = None) -> list[dict]:
         """Every commit of the branch (newest first) that changed a file under ``folder``, in one
         ``git log`` run: dicts with ``commit``, ``author`` (name, email), ``date`` (ISO 8601),
-        ``message`` and ``changes``, a list of (status, path, old blob or None, new blob or None)."""
+        ``message`` and ``changes``, a list of (status, path, old blob or None, new blob or None).
+        With ``since`` (an ancestor of ``head``), only the commits after it."""
         head = head or self.head()
         if head is None or folder not in CONTENT_FOLDERS:
             return []
+        span = f"{since}..{head}" if since else head
         out = self._git("log", "-z", "--raw", "--no-renames", "--no-abbrev",
-                        "--format=%x01%H%x00%an%x00%ae%x00%aI%x00%B", head, "--", folder + "/")
+                        "--format=%x01%H%x00%an%x00%ae%x00%aI%x00%B", span, "--", folder + "/")
         commits = []
         for chunk in out.split(b"\x01")[1:]:
             parts = chunk.split(b"\0")

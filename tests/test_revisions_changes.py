@@ -42,6 +42,8 @@ def test_revisions_list_api_and_git_commits_newest_first(as_role, admin, repo, f
     event = factory.event(title="First title")
     factory.event()  # another event's commits are not this one's revisions
     assert admin.post(f"/events/{event['id']}", json={"title": "Second title"}).status_code == 200
+    editor = as_role("editor")
+    assert len(editor.get(f"/events/{event['id']}/revisions").get_json()["revisions"]) == 2
     path = repo.root / "events" / f"{event['slug']}.md"
     path.write_text(path.read_text().replace("Second title", "Third title"))
     repo("add", "-A")
