@@ -197,9 +197,12 @@ def changes(client, token) -> list[tuple[str, int, str]]:
     return [(c["type"], c["id"], c["action"]) for c in body["changes"]]
 
 
-def test_without_since_only_the_current_token(anon, repo, factory):
-    factory.event()
+def test_without_since_only_the_current_token(anon, admin, repo, factory):
+    event = factory.event()
     assert anon.get("/changes").get_json() == {"next_token": repo.head()}
+    assert anon.get("/changes/").get_json() == {"next_token": repo.head()}  # a trailing slash is tolerated
+    assert admin.get(f"/events/{event['id']}/revisions/").get_json() == admin.get(f"/events/{event['id']}/revisions").get_json()
+    assert anon.post("/changes").get_json()["code"] == "rest_no_route"
 
 
 def test_changes_since_a_token_net_effect_per_record(admin, anon, repo, factory):
