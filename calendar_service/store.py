@@ -294,12 +294,6 @@ class GitStore:
             except Exception:  # a missing object surfaces differently across GitPython versions
                 return None
 
-    def read_at(self, commit: str, paths) -> dict[str, bytes]:
-        """Contents of ``paths`` as they were at ``commit`` (absent paths left out)."""
-        blobs = self._blobs_at(commit, paths)
-        contents = self.read_blobs(blobs.values())
-        return {path: contents[sha] for path, sha in blobs.items() if sha in contents}
-
     def diff(self, old: str | None, new: str) -> dict[str, tuple[str | None, str | None]]:
         """Paths under the content folders that differ between two commits (``old`` None: the
         empty tree): path -> (old blob or None, new blob or None)."""

@@ -252,6 +252,14 @@ def test_a_broken_file_is_a_deletion_and_its_repair_a_creation(anon, repo, facto
     assert changes(anon, token) == []  # net effect: the file is as it was
 
 
+def test_the_empty_repository_token_lists_everything_readable(as_role, factory):
+    event, venue = factory.event(), factory.venue()
+    hidden = factory.event(status="draft")
+    found = changes(as_role(None), "0" * 40)
+    assert found == [("events", event["id"], "created"), ("venues", venue["id"], "created")]
+    assert ("events", hidden["id"], "created") in changes(as_role("editor"), "0" * 40)
+
+
 @pytest.mark.parametrize("token", ["", "abc", "0" * 39, "g" * 40, "1" * 40, "HEAD", "--all"])
 def test_malformed_or_unknown_tokens_are_410(anon, factory, token):
     factory.event()
