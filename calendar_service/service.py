@@ -20,7 +20,7 @@ from .config import Settings
 from .errors import ApiError
 from .records import Record
 from .search import SearchIndex
-from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES as RESOURCE_BY_NAME, VENUES, Resource
+from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES, VENUES, Resource
 from .store import ZERO, BranchMoved, GitStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -435,10 +435,10 @@ class CalendarService:
                 after[(resource.name, new.id)] = new
         for key in before:  # another file may still serve that id (a duplicate written by hand)
             if key not in after:
-                current = snapshot.get(RESOURCE_BY_NAME[key[0]], key[1])
+                current = snapshot.get(RESOURCES[key[0]], key[1])
                 if current is not None:
                     after[key] = current
-        order = {name: i for i, name in enumerate(RESOURCE_BY_NAME)}
+        order = {name: i for i, name in enumerate(RESOURCES)}
         found = []
         for key in sorted(set(before) | set(after), key=lambda k: (order[k[0]], k[1])):
             was = key in before and self._readable(before[key], user)
