@@ -278,7 +278,7 @@ class Catalog:
         if past is None:
             past = self._advance(current, commit)
             with self._lock:
-                if len(self._past) >= 8:
+                if len(self._past) >= 4:
                     self._past.pop(next(iter(self._past)))
                 self._past[commit] = past
         return past
