@@ -7,15 +7,23 @@ Commands:
   user token NAME [--label L] | user revoke NAME TOKEN_ID
   trash list [--type T] [--older-than DAYS]
   trash empty --user LOGIN [--type T] [--older-than DAYS] [--yes]
+  validate [CONTENT_DIR] [--allow-warnings]
+                               check every content file as the service reads it
+  new event|venue|organizer|category|tag --title T [--start S --end E] [--dir CONTENT_DIR]
+                               write a new record file with the next free id (not committed)
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
+from . import records
 from .accounts import ROLES, AccountError, Accounts
 from .config import Settings
 from .errors import ApiError
+from .resources import RESOURCES
 
 
 def _accounts() -> Accounts:
@@ -120,6 +128,101 @@ def cmd_trash(options) -> int:
     finally:
         store.close()
 
+def _content_dir(value) -> Path:
+    return Path(value) if value else Settings.from_env().content_dir
+
+
+def cmd_validate(options) -> int:
+    """Print one ``path:line: message`` line per problem in the working tree of the content
+    directory; exit 1 when there is any (warnings too, unless --allow-warnings), else print
+    a one-line summary and exit 0. The checks are the service's own (records.parse for each
+    file, the snapshot for ids, slugs and references)."""
+    from .catalog import load_directory
+
+    root = _content_dir(options.content_dir)
+    if not root.is_dir():
+        print(f"error: no content directory at {root}", file=sys.stderr)
+        return 2
+    snapshot = load_directory(root)
+    texts: dict[str, str] = {}
+
+    def line_of(path: str, key: str) -> int:
+        if path not in texts:
+            texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
+        return records.line_of(texts[path], key)
+
+    problems = list(snapshot.problems) + snapshot.reference_problems(line_of)
+    shown = os.path.normpath(str(options.content_dir)) if options.content_dir else str(root)
+    failing = 0
+    for problem in sorted(problems, key=lambda p: (p.path, p.line)):
+        where = os.path.normpath(os.path.join(shown, problem.path))
+        label = "warning: " if problem.severity == "warning" else ""
+        print(f"{where}:{problem.line}: {label}{problem.message}")
+        failing += problem.severity == "error" or not options.allow_warnings
+    counts = {name: len(snapshot.all(resource)) for name, resource in RESOURCES.items()}
+    if failing or problems:
+        print(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s)", file=sys.stderr)
+    if failing:
+        return 1
+    print(f"content OK: {sum(counts.values())} records in {len(snapshot.files)} files ("
+          + ", ".join(f"{n} {name}" for name, n in counts.items()) + ")")
+    return 0
+
+
+def cmd_new(options) -> int:
+    """Write a new record file named by its slug with the next free id of its id space, print
+    its path and exit 0; exit 2 without writing when the file exists or a value is wrong.
+    Nothing is committed: the editor reviews and commits the file."""
+    from . import dates, text
+    from .catalog import load_directory
+
+    resource = next(r for r in RESOURCES.values() if r.singular == options.kind)
+    root = _content_dir(options.dir)
+    settings = Settings.from_env()
+    snapshot = load_directory(root) if root.is_dir() else None
+    record_id = snapshot.next_id(resource) if snapshot else 1
+    title = options.title.strip()
+    if not title:
+        raise ValueError("--title must not be empty")
+    slug = options.slug or text.slugify(title) or f"{resource.singular}-{record_id}"
+    if not records.is_safe_slug(slug):
+        raise ValueError(f"--slug {slug!r}: use lowercase letters, digits, '-' or '_'")
+    path = records.path_for(resource, slug)
+    target = root / path
+    if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):
+        raise ValueError(f"{target} exists already; choose another --slug")
+    now = dates.fmt(dates.utc_now())
+    data: dict = {"id": record_id, resource.title_key: title, "slug": slug}
+    if resource.kind == "post":
+        data.update(status=options.status, date_utc=now, modified_utc=now)
+    if options.description:
+        data["description"] = options.description
+    if resource is RESOURCES["events"]:
+        if not options.start or not options.end:
+            raise ValueError("an event needs --start and --end")
+        zone_name = options.timezone or settings.site_timezone
+        if not dates.is_valid_timezone(zone_name):
+            raise ValueError(f"unknown time zone {zone_name!r}")
+        zone = dates.zone(zone_name, settings.tz)
+        try:
+            start, end = (dates.fmt(dates.parse(v, zone)) for v in (options.start, options.end))
+        except dates.DateParseError:
+            raise ValueError("--start and --end must be dates, e.g. '2026-12-24 18:00' or 'tomorrow 8pm'") from None
+        if end < start:
+            raise ValueError("--end is before --start")
+        data.update(start_date=start, end_date=end, timezone=zone_name)
+    elif options.start or options.end:
+        raise ValueError("--start and --end are for events only")
+    content = records.dump(resource, data)
+    record, problems = records.parse(path, content)
+    if record is None or problems:  # never write a file validate would refuse
+        raise ValueError("; ".join(str(p) for p in problems) or "the record could not be written")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "xb") as handle:  # "x": never overwrite, even if the file appeared meanwhile
+        handle.write(content)
+    print(target)
+    return 0
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
@@ -159,6 +262,23 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "is authored by")
             action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     trash.set_defaults(func=cmd_trash)
+
+    validate = commands.add_parser("validate", help="check the content files as the service reads them")
+    validate.add_argument("content_dir", nargs="?", help="default: CALENDAR_CONTENT_DIR")
+    validate.add_argument("--allow-warnings", action="store_true",
+                          help="exit 0 when only warnings are found (unknown keys, slug not matching the file name)")
+    validate.set_defaults(func=cmd_validate)
+    new = commands.add_parser("new", help="write a new record file (not committed)")
+    new.add_argument("kind", choices=[r.singular for r in RESOURCES.values()])
+    new.add_argument("--title", required=True, help="title (events), name (venues, organizers, terms)")
+    new.add_argument("--start", help="event start, in the event's time zone")
+    new.add_argument("--end", help="event end, in the event's time zone")
+    new.add_argument("--timezone", help="event time zone (default: CALENDAR_TIMEZONE)")
+    new.add_argument("--slug", help="default: made from the title")
+    new.add_argument("--status", default="publish", choices=("publish", "draft", "pending", "private"))
+    new.add_argument("--description")
+    new.add_argument("--dir", help="content directory (default: CALENDAR_CONTENT_DIR)")
+    new.set_defaults(func=cmd_new)
     return parser
 
 

@@ -8,6 +8,7 @@ and records into JSON; they never touch files or git.
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -117,9 +118,13 @@ def dispatch(rest: str):
     return response
 
 
+def encode_json(body) -> str:
+    """The exact text of a JSON response body (ETags are computed from it)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
 def json_response(body, status: int = 200) -> Response:
-    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), status=status,
-                    headers={"Content-Type": "application/json; charset=UTF-8"})
+    return Response(encode_json(body), status=status, headers={"Content-Type": "application/json; charset=UTF-8"})
 
 
 def authenticate(svc: CalendarService) -> User | None:
@@ -218,6 +223,8 @@ def permitted(call: Call, endpoint: Endpoint) -> bool:
         return True
     if rule == "create":
         return permissions.can_create(user, resource)
+    if rule == "audit":
+        return permissions.can_audit(user)
     if record is None or record.resource is not resource:
         # unknown ids fall back to the general capability so the handler can answer 404
         return user is not None and user.can("edit_posts" if rule == "edit" else "delete_posts")
@@ -275,7 +282,69 @@ def handle_single(call: Call):
         if _wants_ical(call):
             feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked).feed([record])
             return _ical_response(feed, f"{record.slug}.ics")
-    return call.presenter().present(record, single=True), 200
+    body = call.presenter().present(record, single=True)
+    text = encode_json(body)
+    tag = _etag(text)
+    if _matches(request.headers.get("If-None-Match"), tag, weak=True):
+        return Response(status=304, headers={"ETag": tag})
+    response = Response(text, status=200, headers={"Content-Type": "application/json; charset=UTF-8", "ETag": tag})
+    return response
+
+
+# ----------------------------------------------------------------------------- ETags
+
+
+def _etag(text: str) -> str:
+    """The ETag of a single read: a hash of the exact response body.
+
+    Hashing the body itself (rather than the record's blob or the commit) makes the tag
+    change exactly when the body would: an event embeds its venue, organizers and terms
+    (with their counts), a password-protected record is blanked or not depending on the
+    caller and the password given, and URLs depend on the host asked. Unrelated commits
+    leave it alone, so caches stay valid across other records' writes. By id and by slug
+    the body, hence the tag, is the same.
+    """
+    return '"' + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40] + '"'
+
+
+def _matches(header: str | None, tag: str | None, weak: bool) -> bool:
+    """Whether an If-Match / If-None-Match header names ``tag`` (``*``: any existing record).
+
+    If-None-Match compares weakly (a ``W/`` prefix is ignored), If-Match strongly."""
+    if header is None or tag is None:
+        return False
+    for item in header.split(","):
+        item = item.strip()
+        if item == "*":
+            return True
+        if weak and item.startswith("W/"):
+            item = item[2:]
+        if item == tag:
+            return True
+    return False
+
+
+def _if_match(call: Call, record: Record):
+    """The precondition an ``If-Match`` header puts on a write, or None without the header.
+
+    It runs inside the service's write lock against the head the write is built on (not
+    against this request's snapshot), so a write made meanwhile by anyone turns the tag
+    stale and this write into a 412 with no commit.
+    """
+    header = request.headers.get("If-Match")
+    if header is None:
+        return None
+
+    def check(snapshot) -> None:
+        current = snapshot.get(record.resource, record.id)
+        tag = None
+        if current is not None:
+            presenter = Presenter(snapshot, call.urls, call.service.site_tz, call.unlocked)
+            tag = _etag(encode_json(presenter.present(current, single=True)))
+        if not _matches(header, tag, weak=False):
+            raise ApiError("rest_precondition_failed",
+                           "The record changed since it was read (If-Match does not match its current ETag).", 412)
+    return check
 
 
 def _check_event_password(call: Call, record: Record) -> None:
@@ -291,7 +360,7 @@ def handle_create(call: Call):
 
 def handle_update(call: Call):
     record = _target(call)
-    updated = call.service.update(record, call.args, call.user)
+    updated = call.service.update(record, call.args, call.user, precondition=_if_match(call, record))
     return call.presenter(after_write=True).present(updated), 200
 
 
@@ -299,9 +368,9 @@ def handle_delete(call: Call):
     record = _target(call)
     if record.resource.kind == "term":
         before = call.presenter().present(record)
-        call.service.delete(record, call.user)
+        call.service.delete(record, call.user, precondition=_if_match(call, record))
         return before, 200
-    deleted = call.service.delete(record, call.user)
+    deleted = call.service.delete(record, call.user, precondition=_if_match(call, record))
     return call.presenter(after_write=True).present(deleted), 200
 
 
@@ -549,6 +618,25 @@ def _terms_archive(call: Call):
     return body, 200
 
 
+def handle_revisions(call: Call):
+    record = _target(call)
+    return {"revisions": call.service.revisions(record, call.snapshot)}, 200
+
+
+def handle_revision(call: Call):
+    record = _target(call)
+    past, old = call.service.revision_at(record, call.args["commit"])
+    presenter = Presenter(past, call.urls, call.service.site_tz, call.unlocked)
+    return presenter.present(old, single=True), 200
+
+
+def handle_changes(call: Call):
+    changes, token = call.service.changes(call.args.get("since"), call.user)
+    if changes is None:
+        return {"next_token": token}, 200
+    return {"changes": changes, "next_token": token}, 200
+
+
 HANDLERS = {
     "index": handle_index,
     "doc": handle_doc,
@@ -557,4 +645,7 @@ HANDLERS = {
     "single": handle_single,
     "update": handle_update,
     "delete": handle_delete,
+    "revisions": handle_revisions,
+    "revision": handle_revision,
+    "changes": handle_changes,
 }

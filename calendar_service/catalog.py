@@ -189,8 +189,62 @@ class Snapshot:
         """How many published events point at ``target`` (a term's ``count``)."""
         return len(self._referencing_ids(self.published_refs, key, target))
 
+    def reference_problems(self, line_of=None) -> list[Problem]:
+        """References that point nowhere: an event's venue, organizer, category or tag that no
+        record has (by id or slug), a category whose parent is missing or itself. The service
+        serves such records and skips the dangling references; ``validate`` reports them.
+        ``line_of(path, key)`` locates a key in its file (default: line 1)."""
+        line_of = line_of or (lambda path, key: 1)
+        found = []
+        for event in self.all(EVENTS):
+            for key in REF_KEYS:
+                target = EVENT_REFERENCES[key]
+                for ref in event.data.get(key) or []:
+                    if self.resolve(target, ref) is None:
+                        found.append(Problem(event.path, line_of(event.path, key),
+                                             f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
+        for category in self.all(RESOURCES["categories"]):
+            parent = category.data.get("parent")
+            if parent in (None, 0, ""):
+                continue
+            if parent == category.id:
+                found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
+            elif not isinstance(parent, int) or self.get(category.resource, parent) is None:
+                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the id {parent!r}"))
+        return found
+
     def next_id(self, resource: Resource) -> int:
         return max(self.ids[resource.id_space], default=0) + 1
+
+
+def load_directory(root) -> Snapshot:
+    """The records of the files in a directory's working tree (not git), as the service would
+    load them: each file parsed by ``records.parse``, ids and slugs checked by the snapshot.
+    Files in the content folders that the service does not read are reported as warnings."""
+    from pathlib import Path
+
+    from .store import blob_sha
+
+    root = Path(root)
+    files: dict = {}
+    for folder in RESOURCES:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for file in sorted(base.rglob("*")):
+            if not file.is_file() or file.name.startswith("."):
+                continue
+            path = file.relative_to(root).as_posix()
+            if records.resource_of_path(path) is None:
+                files[path] = ("", None, (Problem(path, 1, "not read by the service (wrong folder or extension)",
+                                                  "warning"),))
+                continue
+            raw = file.read_bytes()
+            record, problems = records.parse(path, raw)
+            if record is not None:
+                record.blob = blob_sha(raw)
+            files[path] = (record.blob if record else blob_sha(raw), record, tuple(problems))
+    return Snapshot(None, files)
 
 
 class Catalog:
@@ -200,6 +254,7 @@ class Catalog:
         self.store = store
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
+        self._past: dict[str, Snapshot] = {}
 
     def current(self) -> Snapshot:
         """The snapshot of the branch head as it is now."""
@@ -211,6 +266,22 @@ class Catalog:
             if self._snapshot.commit != head:
                 self._snapshot = self._advance(self._snapshot, head)
             return self._snapshot
+
+    def at(self, commit: str) -> Snapshot:
+        """The snapshot of any ``commit``, derived from the current one by reading only the
+        files that differ between the two (a few recent ones are kept)."""
+        current = self.current()
+        if commit == current.commit:
+            return current
+        with self._lock:
+            past = self._past.get(commit)
+        if past is None:
+            past = self._advance(current, commit)
+            with self._lock:
+                if len(self._past) >= 4:
+                    self._past.pop(next(iter(self._past)))
+                self._past[commit] = past
+        return past
 
     def _advance(self, previous: Snapshot, head: str | None) -> Snapshot:
         if head is None:

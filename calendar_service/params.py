@@ -459,6 +459,14 @@ def _existing_slug(resource):
     return check
 
 
+def _commit_id(value, ctx, arg):
+    # only hex ever reaches git: a request value can never become a git option
+    text = str(value).strip().lower()
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9a-f]{4,40}", text):
+        raise Invalid("A commit id is 4 to 40 hexadecimal digits.")
+    return text
+
+
 CHECKS = {
     "positive_int": _positive_int,
     "date": _date,
@@ -499,4 +507,5 @@ CHECKS = {
     "event_slug": _existing_slug(EVENTS),
     "venue_slug": _existing_slug(VENUES),
     "organizer_slug": _existing_slug(ORGANIZERS),
+    "commit_id": _commit_id,
 }

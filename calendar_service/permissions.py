@@ -57,6 +57,11 @@ def can_read(user: User | None, record: Record) -> bool:
     return record.data.get("author") == user.id and user.can("edit_posts")
 
 
+def can_audit(user: User | None) -> bool:
+    """Editors and administrators may read the history of any record (revisions)."""
+    return user is not None and user.can("edit_others_posts")
+
+
 def can_publish(user: User | None) -> bool:
     return user is not None and user.can("publish_posts")
 

@@ -7,6 +7,7 @@ checks every key's type and reports problems as ``path:line: message``.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -110,6 +111,20 @@ def resource_of_path(path: str) -> Resource | None:
     return None
 
 
+# keys read from files besides the declared ones
+EXTRA_KEYS = ("global_id_lineage",)
+
+
+def known_keys(resource: Resource) -> set[str]:
+    """The keys a file of ``resource`` may hold that the service reads."""
+    return set(resource.types) | set(resource.file_keys) | set(EXTRA_KEYS)
+
+
+def line_of(text: str, key: str) -> int:
+    """The line of ``text`` where top-level ``key`` is written (1 when it is not)."""
+    return _line_of(text, key)
+
+
 def _line_of(text: str, key: str, offset: int = 0) -> int:
     match = re.search(rf"^{re.escape(key)}\s*:", text, re.M)
     return offset + (text.count("\n", 0, match.start()) + 1 if match else 1)
@@ -146,6 +161,7 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         return None, [Problem(path, 1, "expected a mapping of keys to values")]
     meta = {str(k): v for k, v in meta.items()}
     data, problems = normalize(resource, meta, path, text)
+    problems += _unknown_keys(resource, meta, path, text)
     if body is not None:
         data[resource.body_key] = body
     stem = path.rsplit("/", 1)[1].rsplit(".", 1)[0]
@@ -157,12 +173,13 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     if not is_safe_slug(data["slug"]):
         problems.append(Problem(path, _line_of(text, "slug"),
                                 "slug must be lowercase letters, digits, '-' or '_'"))
+    refused = {p.message.split("'")[1] for p in problems if p.message.startswith("'")}  # wrong type: said already
     for key in ("id", resource.title_key):
-        if data.get(key) in (None, ""):
+        if data.get(key) in (None, "") and key not in refused:
             problems.append(Problem(path, 1, f"required field '{key}' is missing"))
     if resource is RESOURCES["events"]:
         for key in ("start_date", "end_date"):
-            if not data.get(key):
+            if not data.get(key) and key not in refused:
                 problems.append(Problem(path, 1, f"required field '{key}' is missing"))
         if data.get("timezone") and not dates.is_valid_timezone(data["timezone"]):
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
@@ -171,6 +188,18 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     if any(p.severity == "error" for p in problems):
         return None, problems
     return Record(resource, data, path), problems
+
+
+def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[Problem]:
+    """Keys the service does not read: kept and served anyway (a warning), often a typo."""
+    known = known_keys(resource)
+    problems = []
+    for key in meta:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems.append(Problem(path, _line_of(text, key), f"unknown key '{key}'{hint}", "warning"))
+    return problems
 
 
 def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") -> tuple[dict, list[Problem]]:

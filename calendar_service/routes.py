@@ -21,7 +21,7 @@ class Endpoint:
     methods: tuple[str, ...]
     handler: str              # name in api.HANDLERS
     args: tuple[Arg, ...]
-    permission: str = "public"   # public | create | edit | delete
+    permission: str = "public"   # public | create | edit | delete | audit
     summary: str = ""            # /doc summary (marked with N_); else SUMMARIES by handler
     response: str | None = None  # /doc: name of the components schema of the success body
 
@@ -184,7 +184,32 @@ def build_routes() -> tuple[Route, ...]:
                 Endpoint(("DELETE",), "delete", ident, "delete"),
             ), resource),
         ]
+    routes += _audit_routes()
     return tuple(routes)
+
+
+COMMIT = Arg("commit", "A commit of the content repository's branch (4 to 40 hexadecimal digits, as listed by "
+             "the revisions route)", type="string", required=True, check="commit_id", location="path")
+SINCE = Arg("since", "The next_token of an earlier response: list the records created, updated or deleted "
+            "since then. Without it only the current next_token is returned; an unknown or expired token "
+            "gives 410 (read everything again)", type="string")
+
+
+def _audit_routes() -> list[Route]:
+    """Revisions of every record (editors and administrators) and the changes feed (anyone)."""
+    routes = []
+    for resource in POST_TYPES + TERM_TYPES:
+        ident = (_id_arg(resource),)
+        routes += [
+            Route(rf"/{resource.name}/(?P<id>\d+)/revisions", (
+                Endpoint(("GET",), "revisions", ident, "audit"),
+            ), resource),
+            Route(rf"/{resource.name}/(?P<id>\d+)/revisions/(?P<commit>[^/]+)", (
+                Endpoint(("GET",), "revision", ident + (COMMIT,), "audit"),
+            ), resource),
+        ]
+    routes.append(Route("/changes", (Endpoint(("GET",), "changes", (SINCE,)),)))
+    return routes
 
 
 ROUTES = build_routes()

@@ -9,6 +9,7 @@ changes and never reuse an id.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 
@@ -19,8 +20,8 @@ from .config import Settings
 from .errors import ApiError
 from .records import Record
 from .search import SearchIndex
-from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, VENUES, Resource
-from .store import BranchMoved, GitStore, StoreError
+from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES, VENUES, Resource
+from .store import ZERO, BranchMoved, GitStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class CalendarService:
         self.catalog = catalog
         self.accounts = accounts
         self.index = index
+        self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
 
     @property
     def site_tz(self):
@@ -212,8 +214,10 @@ class CalendarService:
                 return existing, 201
         return self._write(build, user), 201
 
-    def update(self, record: Record, args: dict, user: User) -> Record:
-        """Apply validated arguments to ``record`` (fields not given are kept)."""
+    def update(self, record: Record, args: dict, user: User, precondition=None) -> Record:
+        """Apply validated arguments to ``record`` (fields not given are kept).
+
+        ``precondition`` is checked against the head the write commits on (see ``_write``)."""
         resource = record.resource
 
         def build(plan: WritePlan):
@@ -224,9 +228,9 @@ class CalendarService:
             plan.put(resource, data, old_path=current.path)
             return f'Update {resource.singular} {record.id} "{data[resource.title_key]}"', (resource, record.id)
 
-        return self._write(build, user)
+        return self._write(build, user, precondition)
 
-    def delete(self, record: Record, user: User) -> Record:
+    def delete(self, record: Record, user: User, precondition=None) -> Record:
         """Trash a post (status ``trash``, unlinking a venue or organizer from its events) or
         delete a term for good (removing it from the events that carry it).
 
@@ -254,7 +258,7 @@ class CalendarService:
             plan.put(resource, data, old_path=current.path)
             return f'Trash {resource.singular} {record.id} "{current.title}"', (resource, record.id)
 
-        result = self._write(build, user)
+        result = self._write(build, user, precondition)
         return record if result is None else result
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
@@ -328,12 +332,18 @@ class CalendarService:
             plan.put(EVENTS, data, old_path=event.path)
             plan.notes.append(f"Unlink {target.resource.singular} {target.id} from event {event.id}")
 
-    def _write(self, build, user: User, via: str = "the calendar API") -> Record | None:
-        """Run ``build`` against the branch head under the write lock and commit what it planned."""
+    def _write(self, build, user: User, precondition=None, via: str = "the calendar API") -> Record | None:
+        """Run ``build`` against the branch head under the write lock and commit what it planned.
+
+        ``precondition(snapshot)``, when given, runs first against that same head under the
+        lock and may raise (an If-Match that no longer matches: nothing is committed).
+        """
         author = (user.name, user.email)
         for attempt in range(WRITE_ATTEMPTS):
             with self.store.write_lock():
                 snapshot = self.catalog.current()
+                if precondition is not None:
+                    precondition(snapshot)
                 plan = WritePlan(snapshot)
                 outcome = build(plan)
                 if outcome is None:
@@ -354,6 +364,148 @@ class CalendarService:
                 resource, record_id = target
                 return self.catalog.current().get(resource, record_id)
         raise errors.conflict("the content repository kept changing; the write was not applied, try again")
+
+    # ------------------------------------------------------------------------- history and sync
+
+    def _history(self, record: Record, snapshot: Snapshot) -> list[dict]:
+        """The commits of the branch that changed ``record``'s file, newest first.
+
+        One ``git log`` of the resource's folder (kept per commit), walked backwards while
+        tracking the path the record lives at: where a commit adds that path and deletes
+        another file of the folder holding the same id, the record was renamed (its slug
+        changed) and is followed to the old path. Only those deleted blobs are read, in
+        process. The walk stops at the commit that created the record.
+        """
+        key = ("history", record.resource.name, record.id)
+        found = snapshot.memo.get(key)
+        if found is not None:
+            return found
+        commits = self._folder_log(record.resource.folder, snapshot)
+        path = record.path
+        found = []
+        for entry in commits:
+            hit = next((c for c in entry["changes"] if c[1] == path), None)
+            if hit is None:
+                continue
+            found.append(entry)
+            if hit[0] != "A":
+                continue
+            path = None  # added here: renamed from a file this commit deleted, or created
+            for status, old_path, old_blob, _ in entry["changes"]:
+                if status == "D" and old_blob and self._holds(old_path, old_blob, record):
+                    path = old_path
+                    break
+            if path is None:
+                break
+        snapshot.memo[key] = found
+        return found
+
+    def _folder_log(self, folder: str, snapshot: Snapshot) -> list[dict]:
+        """The folder's history at the snapshot's commit. The last one read is kept: when the
+        branch moved forward only the new commits are asked of git."""
+        commits = snapshot.memo.get(("log", folder))
+        if commits is not None:
+            return commits
+        logs = self._logs
+        known = logs.get(folder)
+        if known and known[0] == snapshot.commit:
+            commits = known[1]
+        elif known and snapshot.commit and self.store.is_ancestor(known[0], snapshot.commit):
+            commits = self.store.log(folder, snapshot.commit, since=known[0]) + known[1]
+        else:
+            commits = self.store.log(folder, snapshot.commit)
+        if snapshot.commit:
+            logs[folder] = (snapshot.commit, commits)
+        snapshot.memo[("log", folder)] = commits
+        return commits
+
+    def _holds(self, path: str, blob: str, record: Record) -> bool:
+        raw = self.store.read_object(blob)
+        old, _ = records.parse(path, raw) if raw is not None else (None, [])
+        return old is not None and old.resource is record.resource and old.id == record.id
+
+    def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
+        """``record``'s revisions, newest first: commit, author (name, email), date (ISO 8601),
+        message; made through the API or in git, followed across slug renames."""
+        return [{k: entry[k] for k in ("commit", "author", "date", "message")}
+                for entry in self._history(record, snapshot or self.snapshot())]
+
+    def revision_at(self, record: Record, commit: str) -> tuple[Snapshot, Record]:
+        """The snapshot of ``commit`` (hex, 4 to 40 digits, on the branch) and ``record`` as it
+        was there. Raises 404 ``rest_revision_not_found`` when the commit is unknown, not on
+        the branch, or did not contain the record."""
+        missing = ApiError("rest_revision_not_found",
+                           f"No revision {commit} of {record.resource.singular} {record.id}.", 404)
+        head = self.snapshot().commit
+        sha = self.store.resolve_commit(commit)
+        if sha is None or head is None or not self.store.is_ancestor(sha, head):
+            raise missing
+        past = self.catalog.at(sha)
+        old = past.get(record.resource, record.id)
+        if old is None:
+            raise missing
+        return past, old
+
+    def changes(self, since: str | None, user: User | None) -> tuple[list[dict] | None, str]:
+        """The net changes since ``since`` (a ``next_token``) and the token of now.
+
+        Returns (None, token) without ``since``. Each record appears once, compared as it was
+        at the token's commit and as it is now, from the caller's point of view: ``created``
+        when it was not readable by the caller then and is now, ``deleted`` the other way
+        round (also trash, a draft, a broken file), ``updated`` when readable both times and
+        its file changed (a slug rename moves the file: same id, an update). Records readable
+        at neither end (a draft, something created and deleted within the span) are left out.
+        Raises 410 ``rest_changes_token_expired`` for a token that is malformed or not a commit
+        of the branch (history rewritten): the client must resync.
+        """
+        snapshot = self.snapshot()
+        head = snapshot.commit
+        token = head or ZERO
+        if since is None:
+            return None, token
+        if not isinstance(since, str) or not re.fullmatch(r"[0-9a-f]{40}", since) or (
+                since != ZERO and (head is None or not self.store.is_ancestor(since, head))):
+            raise ApiError("rest_changes_token_expired",
+                           "The token is unknown or expired; read everything again and start from a new token.", 410)
+        if since == head or head is None:
+            return [], token
+        diff = self.store.diff(None if since == ZERO else since, head)
+        old_contents = self.store.read_blobs(old for old, _ in diff.values() if old)
+        before: dict = {}
+        after: dict = {}
+        for path, (old_blob, new_blob) in diff.items():
+            resource = records.resource_of_path(path)
+            if resource is None:
+                continue
+            if old_blob and old_blob in old_contents:
+                old, _ = records.parse(path, old_contents[old_blob])
+                if old is not None:
+                    before[(resource.name, old.id)] = old
+            entry = snapshot.files.get(path) if new_blob else None
+            new = entry[1] if entry else None
+            if new is not None and snapshot.get(resource, new.id) is new:
+                after[(resource.name, new.id)] = new
+        for key in before:  # another file may still serve that id (a duplicate written by hand)
+            if key not in after:
+                current = snapshot.get(RESOURCES[key[0]], key[1])
+                if current is not None:
+                    after[key] = current
+        order = {name: i for i, name in enumerate(RESOURCES)}
+        found = []
+        for key in sorted(set(before) | set(after), key=lambda k: (order[k[0]], k[1])):
+            was = key in before and self._readable(before[key], user)
+            now = key in after and self._readable(after[key], user)
+            if was or now:
+                action = "updated" if was and now else "created" if now else "deleted"
+                found.append({"type": key[0], "id": key[1], "action": action})
+        return found, token
+
+    def _readable(self, record: Record, user: User | None) -> bool:
+        try:
+            self.check_readable(record, user)
+        except ApiError:
+            return False
+        return True
 
     # ------------------------------------------------------------------------- turning arguments into files
 

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 CONTENT_FOLDERS = tuple(RESOURCES)
 ZERO = "0" * 40
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 TREE_MODE = 0o40000
 BLOB_MODE = 0o100644
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -239,6 +240,78 @@ class GitStore:
         proc = subprocess.run(["git", "-C", str(self.root), "merge-base", "--is-ancestor", older, newer],
                               capture_output=True, env=self._env)
         return proc.returncode == 0
+
+    # ----------------------------------------------------------------------------- history
+
+    def resolve_commit(self, value: str) -> str | None:
+        """The full id of the commit ``value`` (4 to 40 hex digits) names, or None when it names
+        no commit or several. Only hex ever reaches git, so a value can never become an option."""
+        if not re.fullmatch(r"[0-9a-f]{4,40}", value or ""):
+            return None
+        out = self._git("rev-parse", "--verify", "--quiet", f"{value}^{{commit}}", check=False).strip()
+        found = out.decode("ascii", "replace")
+        return found if _SHA.match(found) else None
+
+    def log(self, folder: str, head: str | None = None, since: str | None = None) -> list[dict]:
+        """Every commit of the branch (newest first) that changed a file under ``folder``, in one
+        ``git log`` run: dicts with ``commit``, ``author`` (name, email), ``date`` (ISO 8601),
+        ``message`` and ``changes``, a list of (status, path, old blob or None, new blob or None).
+        With ``since`` (an ancestor of ``head``), only the commits after it."""
+        head = head or self.head()
+        if head is None or folder not in CONTENT_FOLDERS:
+            return []
+        span = f"{since}..{head}" if since else head
+        out = self._git("log", "-z", "--raw", "--no-renames", "--no-abbrev",
+                        "--format=%x01%H%x00%an%x00%ae%x00%aI%x00%B", span, "--", folder + "/")
+        commits = []
+        for chunk in out.split(b"\x01")[1:]:
+            parts = chunk.split(b"\0")
+            sha, name, email, date, body = (p.decode("utf-8", "replace") for p in parts[:5])
+            changes = []
+            i = 5
+            while i < len(parts) - 1:
+                meta = parts[i].strip().decode("ascii", "replace")
+                if not meta.startswith(":"):
+                    i += 1
+                    continue
+                _, _, old_sha, new_sha, status = meta[1:].split()
+                path = parts[i + 1].decode("utf-8", "surrogateescape")
+                changes.append((status[0], path, None if old_sha == ZERO else old_sha,
+                                None if new_sha == ZERO else new_sha))
+                i += 2
+            commits.append({"commit": sha, "author": {"name": name, "email": email}, "date": date,
+                            "message": body.strip(), "changes": changes})
+        return commits
+
+    def read_object(self, sha: str) -> bytes | None:
+        """The content of one blob, read in process (GitPython keeps one ``cat-file`` running),
+        so walking history costs no process per commit. None when it does not exist."""
+        with self._thread_lock:
+            try:
+                return self._odb().stream(bytes.fromhex(sha)).read()
+            except (ValueError, git.BadObject, git.BadName):
+                return None
+            except Exception:  # a missing object surfaces differently across GitPython versions
+                return None
+
+    def diff(self, old: str | None, new: str) -> dict[str, tuple[str | None, str | None]]:
+        """Paths under the content folders that differ between two commits (``old`` None: the
+        empty tree): path -> (old blob or None, new blob or None)."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new,
+                        "--", *CONTENT_FOLDERS)
+        parts = out.split(b"\0")
+        found: dict[str, tuple[str | None, str | None]] = {}
+        i = 0
+        while i < len(parts) - 1:
+            meta = parts[i].decode("ascii", "replace")
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            _, _, old_sha, new_sha, _status = meta[1:].split()
+            path = parts[i + 1].decode("utf-8", "surrogateescape")
+            found[path] = (None if old_sha == ZERO else old_sha, None if new_sha == ZERO else new_sha)
+            i += 2
+        return found
 
     # ----------------------------------------------------------------------------- writing
 
