@@ -133,6 +133,8 @@ def openapi(urls: Urls) -> dict:
                           for a in path_args + query_args]
             if endpoint.handler == "doc":
                 ok = {"description": "The OpenAPI document of this API"}
+            elif endpoint.handler == "git_hook":
+                ok = {"description": "The pull's outcome: {pulled, head, moved, pushed, conflicts}"}
             elif endpoint.handler == "archive":
                 ok = {"description": f"A page of {route.resource.name}",
                       "content": {"application/json": {"schema": {"type": "object", "properties": {

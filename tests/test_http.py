@@ -88,6 +88,7 @@ def test_route_table_is_the_documented_inventory():
         "/venues", r"/venues/(?P<id>\d+)", "/venues/by-slug/(?P<slug>[^/]+)",
         "/organizers", r"/organizers/(?P<id>\d+)", "/organizers/by-slug/(?P<slug>[^/]+)",
         "/categories", r"/categories/(?P<id>\d+)", "/tags", r"/tags/(?P<id>\d+)",
+        "/hooks/git",
     ]
 
 
@@ -100,7 +101,9 @@ def test_every_route_answers_each_of_its_methods(admin, world):
             path = concrete_path(route, world)
             kwargs = {}
             is_item = "(?P<" in route.pattern
-            if method == "GET":
+            if route.resource is None and method == "POST":
+                expected = 403  # the git webhook: disabled without CALENDAR_WEBHOOK_SECRET (tests/test_remote.py)
+            elif method == "GET":
                 expected = 200
             elif method == "POST" and not is_item:
                 kwargs["json"] = create_body(route.resource.name, n)
@@ -148,6 +151,8 @@ def test_options_lists_the_route_methods(anon, world):
 
 def test_trailing_slash_is_tolerated_on_every_route(anon, world):
     for route in ROUTES:
+        if "GET" not in route.methods:
+            continue
         path = concrete_path(route, world)
         plain, slashed = anon.get(path), anon.get(path + "/")
         assert plain.status_code == 200, path
@@ -519,7 +524,8 @@ def test_namespace_index_shape(index):
     sample = load_sample("namespace_index.json")
     assert list(index) == ["namespace", "routes", "_links"]
     assert index["namespace"] == "calendar/events/v1"
-    assert list(index["routes"]) == list(sample["routes"])
+    # our own routes (not in the original) come after the original's
+    assert [k for k in index["routes"] if k not in OWN_ROUTES] == list(sample["routes"])
     assert index["_links"] == sample["_links"]
     for key, route in sample["routes"].items():
         got = index["routes"][key]
@@ -535,7 +541,8 @@ def test_namespace_index_self_links_only_without_path_variables(index):
             assert "_links" not in route, key
         else:
             assert route["_links"] == {"self": [{"href": SAMPLE_HOST + key}]}, key
-            assert route["_links"] == sample["routes"][key]["_links"]
+            if key not in OWN_ROUTES:
+                assert route["_links"] == sample["routes"][key]["_links"]
 
 
 def test_namespace_index_reflects_the_request_host(anon):
@@ -543,6 +550,9 @@ def test_namespace_index_reflects_the_request_host(anon):
     assert body["routes"]["/calendar/events/v1/events"]["_links"]["self"][0]["href"] == \
         "http://calendar.example.test/calendar/events/v1/events"
     assert body["_links"]["up"][0]["href"] == "http://calendar.example.test/"
+
+
+OWN_ROUTES = {API + "/hooks/git"}
 
 
 def _arg_names(endpoint) -> list:
@@ -591,7 +601,7 @@ def test_doc_document(anon):
         assert isinstance(doc["info"].get(key), str) and doc["info"][key], key
     assert doc["info"]["version"] == "1.0.0"
     assert doc["servers"][0]["url"] == SAMPLE_HOST + API + "/"
-    assert list(doc["paths"]) == list(sample["paths"])
+    assert [p for p in doc["paths"] if API + p not in OWN_ROUTES] == list(sample["paths"])
     assert "get" in doc["paths"]["/events"]
     assert "get" in doc["paths"]["/events/{id}"]
     for path, operations in sample["paths"].items():
