@@ -375,6 +375,7 @@ class CalendarService:
         self._stop_pulls.set()
 
     def _pull_loop(self) -> None:
+        failing = None  # the last failure, logged once rather than every interval
         while not self._stop_pulls.wait(self.settings.pull_interval):
             try:
                 # a cheap look first: lock and fetch only when the remote and the branch differ
@@ -382,8 +383,13 @@ class CalendarService:
                     result = self.store.pull()
                     if result.moved or result.pushed:
                         log.info("pulled %s: branch at %s", self.store.remote_display, (result.head or "")[:12])
+                if failing:
+                    log.info("periodic pull works again")
+                failing = None
             except StoreError as exc:
-                log.warning("periodic pull failed: %s", exc)
+                if str(exc) != failing:
+                    log.warning("periodic pull failed (retrying every %g s): %s", self.settings.pull_interval, exc)
+                failing = str(exc)
             except Exception:
                 log.exception("periodic pull failed")
 

@@ -106,7 +106,8 @@ def editor_clone(bare: Path, where: Path) -> Git:
 # ----------------------------------------------------------------------------- writes and pulls
 
 
-def test_writes_of_two_instances_reach_the_remote_and_each_other(instance, remote):
+def test_writes_of_two_instances_reach_the_remote_and_each_other(instance, remote, caplog):
+    caplog.set_level("INFO", logger="calendar_service.service")
     a, b = instance("a"), instance("b")
     r = a.create("From A")
     assert r.status_code == 201, r.get_json()
@@ -114,6 +115,7 @@ def test_writes_of_two_instances_reach_the_remote_and_each_other(instance, remot
     # B has not pulled: its push is refused, it catches up and recomputes the write on A's head
     r = b.create("From B")
     assert r.status_code == 201, r.get_json()
+    assert "the remote moved during a write; recomputing it on the remote head (1)" in caplog.text
     events = {e["title"]: e["id"] for e in remote_events(remote).values()}
     assert sorted(events) == ["From A", "From B"]
     assert events["From A"] != events["From B"] == r.get_json()["id"]  # B did not reuse A's id
@@ -288,6 +290,16 @@ def test_a_remote_with_history_is_cloned_at_start_instead_of_seeding(instance, r
     b = instance("b", seed_sample=True)  # the remote has the calendar: B takes it, no second sample
     assert b.repo.head() == a.repo.head()
     assert titles(a) == titles(b) and titles(b)
+
+
+def test_the_remote_may_be_a_remote_named_in_the_content_repository(instance, bare, tmp_path):
+    content = tmp_path / "content-named"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(content)], check=True)
+    subprocess.run(["git", "-C", str(content), "remote", "add", "origin", str(bare)], check=True)
+    a = instance("named", git_remote="origin")
+    assert a.create("Via origin").status_code == 201
+    b = instance("b")
+    assert titles(b) == ["Via origin"]
 
 
 # ----------------------------------------------------------------------------- the webhook
