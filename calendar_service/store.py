@@ -492,7 +492,9 @@ class GitStore:
         lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()
                  if line.strip() and not line.startswith("hint:")]
         reason = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
-        reason = reason.replace(self.remote, self.remote_display).replace(str(self.root), "<content>")
+        if self.remote:
+            reason = reason.replace(self.remote, self.remote_display)
+        reason = reason.replace(str(self.root), "<content>")
         return without_userinfo(f"git {command} {self.remote_display} failed: {reason}".strip())
 
     def remote_head(self) -> str | None:

@@ -226,6 +226,28 @@ def test_local_commits_are_replayed_onto_the_remote_head(instance, remote):
     assert b.repo.status() == ""
 
 
+def test_an_editor_commit_in_the_checkout_during_a_push_goes_on_top(instance, remote, bare):
+    a = instance("a")
+    a.create("First")
+    # the remote's post-receive hook plays an editor who commits in A's checkout while A's push runs,
+    # i.e. after the remote accepted the write and before A's branch moves
+    hook = bare / "hooks/post-receive"
+    hook.write_text(f"""#!/bin/sh
+rm -f "$0"
+cd '{a.repo.root}' && env -i PATH="$PATH" HOME="$HOME" sh -c '
+  mkdir -p venues && printf "id: 60\\nvenue: Side\\nslug: side\\n" > venues/side.yaml
+  git add venues/side.yaml && git -c user.name=Editor -c user.email=e@x.org commit -q -m "Side venue"'
+""")
+    hook.chmod(0o755)
+    r = a.create("Second")
+    assert r.status_code == 201, r.get_json()
+    assert not hook.exists()  # the hook did run
+    assert remote("log", "--format=%s", "main").splitlines()[:2] == ["Side venue", f'Create event {r.get_json()["id"]} "Second"']
+    assert a.repo.head() == remote("rev-parse", "main").strip()
+    assert titles(a) == ["First", "Second"] and a.admin.get("/venues/60").get_json()["venue"] == "Side"
+    assert a.repo.status() == ""
+
+
 def test_a_conflicting_local_commit_is_kept_aside(instance, remote):
     a, b = instance("a"), instance("b")
     event = a.create("Shared").get_json()
