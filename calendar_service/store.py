@@ -52,7 +52,8 @@ REMOTE_REF_PREFIX = "refs/calendar/remote/"
 CONFLICT_REF_PREFIX = "refs/calendar/conflicts/"
 FILE_MODES = (0o100644, 0o100755)
 # how git reports a push that lost a race against another push (rather than a refusal)
-RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "lock", "failed to update ref", "incorrect old value")
+RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
+              "failed to update ref", "incorrect old value")
 
 
 class StoreError(Exception):

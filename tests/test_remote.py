@@ -398,6 +398,20 @@ def test_an_unreachable_remote_fails_the_write_with_503_and_commits_nothing(inst
     assert sorted(e["title"] for e in remote_events(remote).values()) == ["Back again", "Before"]
 
 
+def test_a_push_the_remote_refuses_fails_the_write_with_503_at_once(instance, remote, bare):
+    a = instance("a")
+    assert a.create("Before").status_code == 201
+    head = a.repo.head()
+    hook = bare / "hooks/pre-receive"
+    hook.write_text("#!/bin/sh\necho 'the branch is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    r = a.create("Refused")
+    assert r.status_code == 503
+    assert r.get_json()["message"] == "The git remote refused the push. The write was not applied. Try again later."
+    assert a.repo.head() == head == remote("rev-parse", "main").strip()
+    assert a.repo("for-each-ref", "refs/calendar/conflicts/") == ""
+
+
 def test_credentials_of_the_remote_url_never_show(instance, caplog):
     url = "http://calendar-bot:s3cr3t-token@127.0.0.1:9/calendar.git"  # port 9: connection refused at once
     a = instance("a", git_remote=url, seed_sample=True)
