@@ -36,7 +36,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
-    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
+                     remote=settings.git_remote, remote_branch=settings.git_remote_branch)
     open_repository(store, settings)
     accounts = Accounts(settings.users_file)
     index = SearchIndex(settings.index_dir, settings.tz)
@@ -46,6 +47,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     index.ensure(service.snapshot(), store)
     app.extensions["calendar"] = service
     atexit.register(store.close)
+    if service.start_pulling():
+        atexit.register(service.stop_pulling)
 
     from .api import bp, json_response
     app.register_blueprint(bp)
@@ -122,7 +125,9 @@ def open_repository(store: GitStore, settings: Settings) -> None:
     """Create the content repository (with the sample calendar) when it does not exist yet.
 
     Several gunicorn workers may start at once: a lock on the content folder lets one of
-    them create the repository while the others wait.
+    them create the repository while the others wait. With a git remote, the branch is
+    pulled first; the sample is written (and pushed) only when the remote branch is empty,
+    never while the remote cannot be reached (that would start an unrelated history).
     """
     settings.content_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(settings.content_dir, os.O_RDONLY)
@@ -130,13 +135,28 @@ def open_repository(store: GitStore, settings: Settings) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         created = not store.exists()
         store.init()
+        remote_ok = _first_pull(store) if settings.git_remote else True
         has_content = any((settings.content_dir / name).exists() for name in ("events", "venues", "organizers"))
-        if created and settings.seed_sample and store.head() is None and not has_content:
+        if created and settings.seed_sample and store.head() is None and not has_content and remote_ok:
             from . import sample
             sample.seed(store, settings.site_timezone, settings.tz)
             log.info("created the sample calendar in %s", settings.content_dir)
+            if settings.git_remote:
+                _first_pull(store)  # pushes the sample to the empty remote branch
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
     store.recover()
+
+
+def _first_pull(store: GitStore) -> bool:
+    """Bring a starting service's branch in line with the remote; False when it cannot be reached."""
+    from .store import StoreError
+    store.recover()  # a journal left by a killed process is finished before the branch moves again
+    try:
+        store.pull()
+        return True
+    except StoreError as exc:
+        log.warning("could not pull from the git remote at start: %s", exc)
+        return False

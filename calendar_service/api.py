@@ -159,6 +159,7 @@ def gather(path_values: dict) -> dict:
                     raise ApiError("rest_invalid_json", "The JSON body is nested too deeply.", 400)
                 params.update(body)
         elif mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            request.get_data(cache=True)  # keep the raw body: a webhook's signature covers it
             try:
                 params.update(php_nested(request.form.items(multi=True)))
             except Invalid as exc:
@@ -219,7 +220,7 @@ def permitted(call: Call, endpoint: Endpoint) -> bool:
     """Whether the caller passes ``endpoint``'s permission check for the addressed record."""
     rule = endpoint.permission
     user, record, resource = call.user, call.record, call.resource
-    if rule == "public":
+    if rule in ("public", "signature"):  # a signature is checked by ``authorize`` against the raw body
         return True
     if rule == "create":
         return permissions.can_create(user, resource)
@@ -243,8 +244,36 @@ def allowed_methods(call: Call) -> list[str]:
 
 
 def authorize(call: Call) -> None:
+    if call.endpoint.permission == "signature":
+        check_signature(call.service.settings)
+        return
     if not permitted(call, call.endpoint):
         raise errors.forbidden(call.user is not None)
+
+
+def check_signature(settings) -> None:
+    """Accept the request only if its raw body carries a valid HMAC-SHA256 signature made with
+    CALENDAR_WEBHOOK_SECRET (GitHub: ``X-Hub-Signature-256: sha256=HEX``; Gitea, Forgejo:
+    ``X-Gitea-Signature``/``X-Forgejo-Signature: HEX``), compared in constant time.
+
+    Raises 403 ``calendar-webhook-disabled`` without a secret or a remote, 401
+    ``calendar-webhook-unsigned`` without a signature, 403 ``calendar-webhook-bad-signature``.
+    """
+    if not settings.webhook_secret or not settings.git_remote:
+        raise ApiError("calendar-webhook-disabled", "The git webhook is not enabled on this server "
+                       "(it needs CALENDAR_GIT_REMOTE and CALENDAR_WEBHOOK_SECRET).", 403)
+    hub = request.headers.get("X-Hub-Signature-256")
+    if hub is not None:
+        scheme, _, given = hub.strip().partition("=")
+        given = given if scheme.lower() == "sha256" else "-"  # present but not sha256=HEX: a wrong signature
+    else:
+        given = request.headers.get("X-Gitea-Signature") or request.headers.get("X-Forgejo-Signature") or ""
+    if not given.strip():
+        raise ApiError("calendar-webhook-unsigned", "The request carries no X-Hub-Signature-256 (or "
+                       "X-Gitea-Signature) header.", 401)
+    expected = hmac.new(settings.webhook_secret.encode("utf-8"), request.get_data(cache=True), hashlib.sha256)
+    if not hmac.compare_digest(given.strip().lower().encode("ascii", "replace"), expected.hexdigest().encode("ascii")):
+        raise ApiError("calendar-webhook-bad-signature", "The signature does not match the body.", 403)
 
 
 # ----------------------------------------------------------------------------- handlers
@@ -637,7 +666,25 @@ def handle_changes(call: Call):
     return {"changes": changes, "next_token": token}, 200
 
 
+def handle_git_hook(call: Call):
+    """Pull the git remote after a signed push event; a push to another branch changes nothing."""
+    ref = call.args.get("ref")
+    if ref is None and isinstance(call.raw.get("payload"), str):
+        try:
+            event = json.loads(call.raw["payload"])
+        except ValueError:
+            raise errors.invalid_param("payload", "The payload is not JSON.") from None
+        ref = event.get("ref") if isinstance(event, dict) and isinstance(event.get("ref"), str) else None
+    svc = call.service
+    if ref and ref != f"refs/heads/{svc.settings.git_remote_branch}":
+        return {"pulled": False, "head": svc.branch_head()}, 200
+    result = svc.pull_remote()
+    return {"pulled": True, "head": result.head, "moved": result.moved, "pushed": result.pushed,
+            "conflicts": result.conflicts}, 200
+
+
 HANDLERS = {
+    "git_hook": handle_git_hook,
     "index": handle_index,
     "doc": handle_doc,
     "archive": handle_archive,

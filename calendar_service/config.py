@@ -6,7 +6,8 @@ tests and embedding code may pass to ``create_app`` directly.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+import re
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -17,6 +18,15 @@ def _bool(value: str) -> bool:
 
 def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+# a branch name git accepts and no command line can mistake for an option
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/+-]+(?<!\.lock)(?<![/.])$")
+
+
+def without_userinfo(text: str) -> str:
+    """``text`` with the ``user:password@`` part of every URL in it removed (safe for logs and messages)."""
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@", r"\1", text)
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,11 @@ class Settings:
     committer_name: str = "Calendar Service"
     committer_email: str = "calendar-service@localhost"
     cors_origins: tuple[str, ...] = ()
+    # the git remote the branch is pushed to and pulled from ("" = none); may hold credentials
+    git_remote: str = field(default="", repr=False)
+    git_remote_branch: str = ""        # default: ``branch``
+    pull_interval: float = 30.0        # seconds between periodic pulls; 0 = only on the webhook
+    webhook_secret: str = field(default="", repr=False)
 
     # environment variable -> (field name, converter)
     ENV = {
@@ -55,6 +70,10 @@ class Settings:
         "CALENDAR_COMMITTER_NAME": ("committer_name", str),
         "CALENDAR_COMMITTER_EMAIL": ("committer_email", str),
         "CALENDAR_CORS_ORIGINS": ("cors_origins", _list),
+        "CALENDAR_GIT_REMOTE": ("git_remote", str),
+        "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),
+        "CALENDAR_PULL_INTERVAL": ("pull_interval", float),
+        "CALENDAR_WEBHOOK_SECRET": ("webhook_secret", str),
     }
 
     @classmethod
@@ -90,6 +109,13 @@ class Settings:
             raise ValueError(f"CALENDAR_TIMEZONE: unknown time zone {self.site_timezone!r}") from None
         if self.per_page_default < 1 or self.per_page_max < 1:
             raise ValueError("per-page settings must be positive")
+        for name, value in (("CALENDAR_BRANCH", self.branch), ("CALENDAR_GIT_REMOTE_BRANCH", self.git_remote_branch)):
+            if value and not _BRANCH.match(value):
+                raise ValueError(f"{name}: {value!r} is not a usable branch name")
+        if self.git_remote.strip().startswith("-"):
+            raise ValueError("CALENDAR_GIT_REMOTE must be a URL, a path or a remote's name")
+        if not self.pull_interval >= 0:
+            raise ValueError("CALENDAR_PULL_INTERVAL must be 0 (off) or a number of seconds")
         content = self.content_dir.expanduser().resolve()
         users = self.users_file.expanduser().resolve()
         if users == content or content in users.parents:
@@ -100,7 +126,14 @@ class Settings:
             index_dir=self.index_dir.expanduser().resolve(),
             users_file=users,
             site_url=self.site_url.rstrip("/"),
+            git_remote=self.git_remote.strip(),
+            git_remote_branch=self.git_remote_branch or self.branch,
         )
+
+    @property
+    def git_remote_display(self) -> str:
+        """The remote as logs and messages may show it: without credentials."""
+        return without_userinfo(self.git_remote)
 
     @property
     def tz(self) -> ZoneInfo:

@@ -99,3 +99,8 @@ def plugin_error(code: str, **fmt) -> ApiError:
 def conflict(message: str) -> ApiError:
     """409: the write could not be applied to the repository as it now is; nothing was changed."""
     return ApiError("calendar-write-conflict", message, 409)
+
+
+def remote_unavailable(message: str) -> ApiError:
+    """503: the git remote could not be reached or refused the push; nothing was changed."""
+    return ApiError("calendar-remote-unavailable", message, 503)

@@ -21,7 +21,7 @@ class Endpoint:
     methods: tuple[str, ...]
     handler: str              # name in api.HANDLERS
     args: tuple[Arg, ...]
-    permission: str = "public"   # public | create | edit | delete | audit
+    permission: str = "public"   # public | create | edit | delete | audit | signature (HMAC of the body, webhooks)
     summary: str = ""            # /doc summary (marked with N_); else SUMMARIES by handler
     response: str | None = None  # /doc: name of the components schema of the success body
 
@@ -137,6 +137,18 @@ def summary_of(route: "Route", endpoint: Endpoint) -> str:
     keys += [(endpoint.handler, name), endpoint.handler]
     return next((SUMMARIES[k] for k in keys if k in SUMMARIES), "")
 
+# The push webhook of GitHub, Gitea and Forgejo: authenticated by the HMAC-SHA256 signature of the
+# raw body (header X-Hub-Signature-256: sha256=HEX, or X-Gitea-Signature / X-Forgejo-Signature: HEX)
+# with CALENDAR_WEBHOOK_SECRET; a valid call pulls the git remote.
+GIT_HOOK_ARGS = (
+    Arg("ref", "The ref the push updated, e.g. refs/heads/main (sent by GitHub, Gitea and Forgejo in a JSON "
+               "body). A push to another branch than CALENDAR_GIT_REMOTE_BRANCH is acknowledged without a "
+               "pull; without it the service pulls.", type="string", location="body"),
+    Arg("payload", "The push event as a JSON string, when the hook sends form-encoded bodies (GitHub's "
+                   "application/x-www-form-urlencoded content type); its ref is read as above.",
+        type="string", location="body"),
+)
+
 
 def build_routes() -> tuple[Route, ...]:
     routes = [
@@ -185,6 +197,7 @@ def build_routes() -> tuple[Route, ...]:
             ), resource),
         ]
     routes += _audit_routes()
+    routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature"),)))
     return tuple(routes)
 
 

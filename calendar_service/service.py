@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 
@@ -21,7 +22,7 @@ from .errors import ApiError
 from .records import Record
 from .search import SearchIndex
 from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES, VENUES, Resource
-from .store import ZERO, BranchMoved, GitStore, StoreError
+from .store import ZERO, BranchMoved, GitStore, PullResult, PushRejected, RemoteError, RemoteRefused, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,7 @@ class CalendarService:
         self.accounts = accounts
         self.index = index
         self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
+        self._stop_pulls = threading.Event()
 
     @property
     def site_tz(self):
@@ -353,10 +355,16 @@ class CalendarService:
                     message += "\n\n" + "\n".join(plan.notes)
                 message += f"\n\nVia {via} by {user.login} (user {user.id})."
                 try:
-                    self.store.commit(plan.changes, message, author, snapshot.commit)
+                    self.store.commit(plan.changes, message, author, snapshot.commit, push=self.has_remote)
                 except BranchMoved:
                     log.info("branch moved during a write; retrying (%d)", attempt + 1)
                     continue
+                except PushRejected as exc:
+                    self._catch_up(snapshot.commit, plan.changes, exc.commit)
+                    log.info("the remote moved during a write; recomputing it on the remote head (%d)", attempt + 1)
+                    continue
+                except RemoteError as exc:
+                    raise self._remote_failure(exc, "The write was not applied.") from None
                 except StoreError as exc:
                     raise errors.conflict(str(exc)) from None
                 if target is None:
@@ -506,6 +514,88 @@ class CalendarService:
         except ApiError:
             return False
         return True
+
+    # ------------------------------------------------------------------------- the git remote
+
+    @property
+    def has_remote(self) -> bool:
+        return bool(self.settings.git_remote)
+
+    def _catch_up(self, base: str | None, changes: dict, rejected: str) -> None:
+        """After the remote refused ``rejected`` (someone pushed first): bring the branch to the
+        remote head, then raise 409 if the remote changed a file this write modifies differently
+        (the rejected commit is kept under ``refs/calendar/conflicts/``). Call under the write lock.
+        """
+        try:
+            self.store.pull_locked()
+        except BranchMoved:
+            return  # an editor committed in the checkout meanwhile: the caller recomputes anyway
+        except RemoteError as exc:
+            raise self._remote_failure(exc, "The write was not applied.") from None
+        clash = self.store.clashes(base, self.store.head(), changes)
+        if clash:
+            ref = self.store.keep_aside(rejected)
+            log.warning("write conflicts with the remote (%s); refused with 409, kept as %s", ", ".join(clash), ref)
+            raise errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
+                                  + "); the write was not applied. Reload it and try again.")
+
+    @staticmethod
+    def _remote_failure(exc: RemoteError, outcome: str):
+        """The 503 a client gets; the details (remote address, git's reason) go to the log only."""
+        log.warning("git remote: %s", exc)
+        what = "refused the push" if isinstance(exc, RemoteRefused) else "could not be reached"
+        return errors.remote_unavailable(f"The git remote {what}. {outcome} Try again later.")
+
+    def pull_remote(self) -> PullResult:
+        """Fetch the git remote and bring the branch in line with it (see ``GitStore.pull``).
+
+        Raises 503 when the remote cannot be reached, 409 when the branch kept moving.
+        """
+        if not self.has_remote:
+            raise errors.remote_unavailable("No git remote is configured.")
+        for _ in range(3):
+            try:
+                return self.store.pull()
+            except BranchMoved:
+                continue  # an editor committed in the checkout meanwhile
+            except RemoteError as exc:
+                raise self._remote_failure(exc, "Nothing was pulled.") from None
+        raise errors.conflict("the content repository kept changing; pull again")
+
+    def branch_head(self) -> str | None:
+        """The commit the service's branch points at."""
+        return self.store.head()
+
+    def start_pulling(self) -> threading.Thread | None:
+        """Start the daemon thread that pulls every ``pull_interval`` seconds (none when there is no
+        remote or the interval is 0). Each gunicorn worker runs one; the write lock keeps them apart."""
+        if not self.has_remote or self.settings.pull_interval <= 0:
+            return None
+        thread = threading.Thread(target=self._pull_loop, name="calendar-pull", daemon=True)
+        thread.start()
+        return thread
+
+    def stop_pulling(self) -> None:
+        self._stop_pulls.set()
+
+    def _pull_loop(self) -> None:
+        failing = None  # the last failure, logged once rather than every interval
+        while not self._stop_pulls.wait(self.settings.pull_interval):
+            try:
+                # a cheap look first: lock and fetch only when the remote and the branch differ
+                if self.store.remote_head() != self.store.head():
+                    result = self.store.pull()
+                    if result.moved or result.pushed:
+                        log.info("pulled %s: branch at %s", self.store.remote_display, (result.head or "")[:12])
+                if failing:
+                    log.info("periodic pull works again")
+                failing = None
+            except StoreError as exc:
+                if str(exc) != failing:
+                    log.warning("periodic pull failed (retrying every %g s): %s", self.settings.pull_interval, exc)
+                failing = str(exc)
+            except Exception:
+                log.exception("periodic pull failed")
 
     # ------------------------------------------------------------------------- turning arguments into files
 

@@ -9,6 +9,10 @@ plumbing through processes, 540 ms through GitPython's index API at 10,000 files
 A journal in the git directory records a write between the ref update and the working
 tree update, so a process killed there is finished by the next start (``recover``).
 Writers are serialized across threads and processes by ``write_lock``.
+
+With a git remote configured, a write is pushed before the local branch moves, and
+``pull`` brings the branch in line with the remote (fast-forward, or local commits
+replayed onto the remote's head); see the README's "Git remote".
 """
 from __future__ import annotations
 
@@ -24,12 +28,14 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 
 import git
 from gitdb import IStream
 
+from .config import without_userinfo
 from .resources import RESOURCES
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,14 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty
 TREE_MODE = 0o40000
 BLOB_MODE = 0o100644
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+REMOTE_TIMEOUT = 120          # seconds one fetch, push or ls-remote may take
+REMOTE_ATTEMPTS = 5           # pushes a pull tries when it keeps losing races
+REMOTE_REF_PREFIX = "refs/calendar/remote/"
+CONFLICT_REF_PREFIX = "refs/calendar/conflicts/"
+FILE_MODES = (0o100644, 0o100755)
+# how git reports a push that lost a race against another push (rather than a refusal)
+RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
+              "failed to update ref", "incorrect old value")
 
 
 class StoreError(Exception):
@@ -48,6 +62,37 @@ class StoreError(Exception):
 
 class BranchMoved(StoreError):
     """The branch moved between reading it and updating it; nothing was written."""
+
+
+class RemoteError(StoreError):
+    """The git remote could not be reached or refused a push; the message carries no credentials."""
+
+
+class RemoteUnavailable(RemoteError):
+    """The git remote did not answer (network, authentication, missing repository, timeout)."""
+
+
+class RemoteRefused(RemoteError):
+    """The git remote refused a push for a reason other than a race (a hook, a protected branch)."""
+
+
+class PushRejected(StoreError):
+    """The remote branch moved (someone else pushed first); ``commit`` is the commit that was refused."""
+
+    def __init__(self, message: str, commit: str):
+        super().__init__(message)
+        self.commit = commit
+
+
+@dataclass
+class PullResult:
+    """What a pull did: the branch head after it, whether the branch moved, whether local commits
+    were pushed, and the local commits kept aside under ``refs/calendar/conflicts/``."""
+
+    head: str | None
+    moved: bool = False
+    pushed: bool = False
+    conflicts: list = field(default_factory=list)
 
 
 def blob_sha(data: bytes) -> str:
@@ -121,10 +166,13 @@ class _Tree:
 class GitStore:
     """A content repository on disk: one branch, five folders of record files."""
 
-    def __init__(self, root: Path, branch: str = "main", committer: tuple[str, str] = ("Calendar Service", "calendar-service@localhost")):
+    def __init__(self, root: Path, branch: str = "main", committer: tuple[str, str] = ("Calendar Service", "calendar-service@localhost"),
+                 remote: str = "", remote_branch: str | None = None):
         self.root = Path(root)
         self.branch = branch
         self.committer = committer
+        self.remote = remote                        # URL, path or remote name; "" = none
+        self.remote_branch = remote_branch or branch
         self._thread_lock = threading.RLock()
         self._repo: git.Repo | None = None
         self._trees: dict[bytes, _Tree] = {}
@@ -329,14 +377,16 @@ class GitStore:
                 os.close(fd)
 
     def commit(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
-               expected_head: str | None) -> str:
+               expected_head: str | None, push: bool = False) -> str:
         """Write ``changes`` (path -> new content, None to delete) as one commit on the branch.
 
         Must be called inside ``write_lock``. ``expected_head`` is the commit the changes
         were computed against; if the branch is elsewhere now, BranchMoved is raised and
         nothing is written. A working-tree file that differs from ``expected_head`` (an
         editor's uncommitted change) makes the write fail with StoreError before anything
-        is committed, so nothing anyone wrote is overwritten. Returns the new commit id.
+        is committed, so nothing anyone wrote is overwritten. With ``push``, the commit is
+        pushed to the remote before the branch moves: PushRejected or RemoteError then
+        leave the branch untouched. Returns the new commit id.
         """
         if self.head() != expected_head:
             raise BranchMoved("the branch moved")
@@ -358,6 +408,8 @@ class GitStore:
             new_commit = odb.store(IStream(b"commit", len(body), BytesIO(body))).hexsha
             if isinstance(new_commit, bytes):
                 new_commit = new_commit.decode()
+        if push:
+            self.push(new_commit)
         journal = {"commit": new_commit, "old": expected_head, "paths": {p: old_blobs.get(p) for p in changes}}
         self._write_journal(journal)
         try:
@@ -366,6 +418,10 @@ class GitStore:
         except StoreError:
             self._clear_journal()
             if self.head() != expected_head:
+                if push:
+                    # the commit is on the remote already: put the branch's newcomer on top of it
+                    self._follow_pushed(new_commit)
+                    return new_commit
                 raise BranchMoved("the branch moved") from None
             raise
         self._sync_worktree(changes)
@@ -379,7 +435,7 @@ class GitStore:
         paths = list(paths)
         if len(paths) > 500:  # a command line has a size limit: list the whole tree instead
             wanted = set(paths)
-            return {p: sha for p, sha in self.list_files(commit).items() if p in wanted}
+            return {p: entry[1] for p, entry in self._entries(commit).items() if p in wanted}
         out = self._git("ls-tree", "-z", "--full-tree", commit, "--", *paths)
         found = {}
         for entry in out.split(b"\0"):
@@ -443,6 +499,8 @@ class GitStore:
                     tree.put(encoded, TREE_MODE, sub)
             elif change is None:
                 tree.remove(encoded, BLOB_MODE)
+            elif isinstance(change, tuple):  # (mode, blob id) of an object that exists already
+                tree.put(encoded, change[0], bytes.fromhex(change[1]))
             else:
                 blob = odb.store(IStream(b"blob", len(change), BytesIO(change))).binsha
                 tree.put(encoded, BLOB_MODE, blob)
@@ -478,6 +536,283 @@ class GitStore:
         except StoreError as exc:
             # The commit stands; only `git status` in the server's checkout is affected.
             log.warning("could not refresh the git index after a write: %s", exc)
+
+    # ----------------------------------------------------------------------------- remote
+
+    def _remote_git(self, *args: str) -> subprocess.CompletedProcess:
+        """Run a git command that talks to the remote (no prompts, bounded time).
+
+        Raises RemoteUnavailable when it does not finish within REMOTE_TIMEOUT seconds.
+        """
+        env = dict(self._env)
+        for name in ("GIT_SSH_COMMAND", "GIT_SSH"):  # how the operator reaches an ssh remote
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        try:
+            return subprocess.run(["git", "-C", str(self.root), *args], capture_output=True, env=env,
+                                  timeout=REMOTE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise RemoteUnavailable(f"git {args[0]}: the remote {self.remote_display} did not answer "
+                                    f"within {REMOTE_TIMEOUT} s") from None
+
+    @property
+    def remote_display(self) -> str:
+        """The remote as messages may show it: without credentials."""
+        return without_userinfo(self.remote)
+
+    def _remote_message(self, command: str, stderr: bytes) -> str:
+        """The reason git gave, safe to show: no credentials, no server paths, no hints."""
+        lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()
+                 if line.strip() and not line.startswith("hint:")]
+        reason = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+        if self.remote:
+            reason = reason.replace(self.remote, self.remote_display)
+        reason = reason.replace(str(self.root), "<content>")
+        return without_userinfo(f"git {command} {self.remote_display} failed: {reason}".strip())
+
+    def remote_head(self) -> str | None:
+        """The commit the remote branch points at, None when the remote has no such branch.
+
+        Reads nothing into the repository (safe without the write lock). Raises RemoteUnavailable.
+        """
+        ref = f"refs/heads/{self.remote_branch}"
+        proc = self._remote_git("ls-remote", "--", self.remote, ref)
+        if proc.returncode != 0:
+            raise RemoteUnavailable(self._remote_message("ls-remote", proc.stderr))
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            sha, _, name = line.partition("\t")
+            if name == ref and _SHA.match(sha):
+                return sha
+        return None
+
+    def fetch(self) -> str | None:
+        """Fetch the remote branch (into ``refs/calendar/remote/<branch>``); return its commit,
+        None when the remote has no such branch. Call inside ``write_lock``. Raises RemoteUnavailable.
+        """
+        tracking = REMOTE_REF_PREFIX + self.remote_branch
+        proc = self._remote_git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", self.remote,
+                                f"+refs/heads/{self.remote_branch}:{tracking}")
+        if proc.returncode == 0:
+            return self._git("rev-parse", "--verify", "-q", tracking + "^{commit}").decode().strip()
+        if self.remote_head() is None:  # reachable, but the branch does not exist (yet)
+            return None
+        raise RemoteUnavailable(self._remote_message("fetch", proc.stderr))
+
+    def push(self, commit: str) -> None:
+        """Make the remote branch point at ``commit`` if that is a fast-forward.
+
+        Raises PushRejected when the remote branch moved meanwhile (fetch and retry),
+        RemoteRefused when the remote declined for another reason, RemoteUnavailable when
+        it could not be reached. Nothing local changes either way.
+        """
+        proc = self._remote_git("push", "--porcelain", "--", self.remote, f"{commit}:refs/heads/{self.remote_branch}")
+        if proc.returncode == 0:
+            return
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            if line.startswith("!"):
+                summary = line.split("\t")[2] if line.count("\t") >= 2 else line
+                if "[rejected]" in summary or any(w in summary for w in RACE_WORDS):
+                    raise PushRejected(f"the remote branch moved: {summary}", commit)
+                raise RemoteRefused(without_userinfo(f"the remote {self.remote_display} refused the push: {summary}"))
+        raise RemoteUnavailable(self._remote_message("push", proc.stderr))
+
+    def pull(self) -> PullResult:
+        """Fetch the remote and bring the branch in line with it, under the write lock.
+
+        Behind: fast-forward. Ahead: push. Diverged: local commits replayed onto the remote
+        head (conflicting ones kept under ``refs/calendar/conflicts/``), then pushed.
+        Raises RemoteUnavailable (nothing changed) or BranchMoved (an editor committed in
+        this checkout meanwhile; pull again).
+        """
+        with self.write_lock():
+            return self.pull_locked()
+
+    def pull_locked(self) -> PullResult:
+        """``pull`` for a caller that holds the write lock already."""
+        result = PullResult(self.head())
+        for attempt in range(REMOTE_ATTEMPTS):
+            remote = self.fetch()
+            local = self.head()
+            if local == remote:
+                break
+            if local is None or (remote is not None and self.is_ancestor(local, remote)):
+                self._move_branch(local, remote)
+                result.moved = True
+                break
+            if remote is not None and not self.is_ancestor(remote, local):
+                new_head, conflicts = self._replay(local, remote)
+                self._move_branch(local, new_head)
+                result.moved = True
+                result.conflicts += conflicts
+            head = self.head()
+            if head == remote:
+                break
+            try:
+                self.push(head)
+                result.pushed = True
+                break
+            except PushRejected:
+                log.info("push to %s lost a race; fetching again (%d)", self.remote_display, attempt + 1)
+            except RemoteRefused as exc:
+                log.warning("%s; the local commits stay on the branch", exc)
+                break
+        else:
+            log.warning("could not push to %s after %d attempts; the next pull tries again",
+                        self.remote_display, REMOTE_ATTEMPTS)
+        result.head = self.head()
+        return result
+
+    def _follow_pushed(self, pushed: str) -> None:
+        """After ``pushed`` reached the remote but the branch moved locally (an editor's commit in
+        this checkout): replay the local commits onto it, then push them (best effort)."""
+        local = self.head()
+        new_head, conflicts = self._replay(local, pushed)
+        self._move_branch(local, new_head)
+        if new_head != pushed:
+            try:
+                self.push(new_head)
+            except StoreError as exc:
+                log.warning("local commits not pushed yet (%s); the next pull pushes them", exc)
+
+    def keep_aside(self, commit: str) -> str:
+        """Keep ``commit`` reachable under ``refs/calendar/conflicts/<sha>``; returns the ref name."""
+        ref = CONFLICT_REF_PREFIX + commit
+        self._git("update-ref", ref, commit)
+        return ref
+
+    def clashes(self, base: str | None, head: str | None, changes: dict[str, bytes | None]) -> list[str]:
+        """Paths of ``changes`` (computed against ``base``) whose file existed at ``base`` and
+        was changed differently by ``head``: the write would overwrite someone else's edit."""
+        if not base or not head or base == head:
+            return []
+        before = self._entries_at(base, changes)
+        after = self._entries_at(head, changes)
+        found = []
+        for path, content in changes.items():
+            old = before.get(path)
+            new = after.get(path)
+            wanted = blob_sha(content) if content is not None else None
+            if old is not None and new != old and (new[1] if new else None) != wanted:
+                found.append(path)
+        return sorted(found)
+
+    def _entries(self, commit: str | None) -> dict[str, tuple[int, str]]:
+        """Every file of ``commit`` (the whole tree): path -> (mode, object id)."""
+        if not commit:
+            return {}
+        return self._parse_ls_tree(self._git("ls-tree", "-r", "-z", "--full-tree", commit))
+
+    def _entries_at(self, commit: str | None, paths) -> dict[str, tuple[int, str]]:
+        """(mode, object id) of those ``paths`` that exist at ``commit``."""
+        paths = list(paths)
+        if not commit or not paths:
+            return {}
+        if len(paths) > 500:  # a command line has a size limit: list the whole tree instead
+            wanted = set(paths)
+            return {p: e for p, e in self._entries(commit).items() if p in wanted}
+        return self._parse_ls_tree(self._git("ls-tree", "-z", "--full-tree", commit, "--", *paths))
+
+    @staticmethod
+    def _parse_ls_tree(out: bytes) -> dict[str, tuple[int, str]]:
+        found = {}
+        for entry in out.split(b"\0"):
+            if entry:
+                meta, _, path = entry.partition(b"\t")
+                mode, kind, sha = meta.split()
+                if kind != b"tree":
+                    found[path.decode("utf-8", "surrogateescape")] = (int(mode, 8), sha.decode())
+        return found
+
+    def _diff(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
+        """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", old or EMPTY_TREE, new)
+        parts = out.split(b"\0")
+        changes: dict = {}
+        i = 0
+        while i < len(parts) - 1:
+            meta = parts[i].decode()
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            _, new_mode, _, new_sha, status = meta[1:].split()
+            path = parts[i + 1].decode("utf-8", "surrogateescape")
+            changes[path] = None if status.startswith("D") else (int(new_mode, 8), new_sha)
+            i += 2
+        return changes
+
+    def _replay(self, local: str, onto: str) -> tuple[str, list[str]]:
+        """Replay the commits of ``local`` that ``onto`` lacks onto ``onto``, one by one, keeping
+        each one's author, committer (with dates) and message.
+
+        A commit that changes a file ``onto`` changed differently is not replayed: it is kept
+        under ``refs/calendar/conflicts/<sha>`` and logged. Returns (new head, kept commits).
+        """
+        listing = self._git("rev-list", "--reverse", "--first-parent", local, "--not", onto).decode().split()
+        odb = self._odb()
+        tip, conflicts = onto, []
+        for commit in listing:
+            raw = odb.stream(bytes.fromhex(commit)).read()
+            header, _, message = raw.partition(b"\n\n")
+            lines = header.split(b"\n")
+            parents = [line[7:].decode() for line in lines if line.startswith(b"parent ")]
+            changes = self._diff(parents[0] if parents else None, commit)
+            before = self._entries_at(parents[0] if parents else None, changes)
+            now = self._entries_at(tip, changes)
+            clash = sorted(p for p, v in changes.items() if now.get(p) != before.get(p) and now.get(p) != v)
+            if clash:
+                ref = self.keep_aside(commit)
+                conflicts.append(commit)
+                log.warning("commit %s conflicts with the remote (%s); the remote's version stays on the branch, "
+                            "the commit is kept as %s", commit[:12], ", ".join(clash[:5]), ref)
+                continue
+            apply = {p: v for p, v in changes.items() if now.get(p) != v}
+            if not apply:
+                continue  # the remote has this change already
+            with self._thread_lock:
+                root = self._write_tree(odb, self._commit_tree(odb, tip), self._group(apply))
+                kept = [line for line in lines if line.startswith((b"author ", b"committer ", b"encoding "))]
+                body = b"\n".join([b"tree " + (root.hex() if root else EMPTY_TREE).encode(),
+                                   b"parent " + tip.encode(), *kept]) + b"\n\n" + message
+                tip = odb.store(IStream(b"commit", len(body), BytesIO(body))).hexsha
+                if isinstance(tip, bytes):
+                    tip = tip.decode()
+        return tip, conflicts
+
+    def _move_branch(self, old: str | None, new: str | None) -> None:
+        """Move the branch from ``old`` to ``new`` (compare-and-swap) and bring the working tree in
+        line for the files that changed, leaving alone any file an editor changed without
+        committing (logged). Call inside ``write_lock``. Raises BranchMoved."""
+        if new is None or new == old:
+            return
+        changes = self._diff(old, new)
+        before = self._entries_at(old, changes)
+        self._write_journal({"commit": new, "old": old,
+                             "paths": {p: before[p][1] if p in before else None for p in changes}})
+        try:
+            self._git("update-ref", "-m", "calendar: follow the remote", f"refs/heads/{self.branch}", new, old or ZERO)
+        except StoreError:
+            self._clear_journal()
+            raise BranchMoved("the branch moved") from None
+        contents = self.read_blobs(v[1] for v in changes.values() if v and v[0] in FILE_MODES)
+        sync, kept = {}, []
+        for path, entry in changes.items():
+            file = self.root / path
+            try:
+                on_disk = blob_sha(file.read_bytes()) if not file.is_symlink() else "symlink"
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                on_disk = None
+            old_entry = before.get(path)
+            if on_disk != (old_entry[1] if old_entry else None):
+                kept.append(path)
+            elif entry is None:
+                sync[path] = None
+            elif entry[0] in FILE_MODES and entry[1] in contents:
+                sync[path] = contents[entry[1]]
+        if sync:
+            self._sync_worktree(sync)
+        self._clear_journal()
+        if kept:
+            log.warning("left %d working-tree file(s) alone (uncommitted changes): %s", len(kept), ", ".join(kept[:5]))
 
     # ----------------------------------------------------------------------------- recovery
 
