@@ -267,6 +267,7 @@ class GitStore:
         """
         if self.head() != expected_head:
             raise BranchMoved("the branch moved")
+        message = message.replace("\0", "")  # git refuses a NUL in a commit object
         old_blobs = self._blobs_at(expected_head, changes)
         for path in changes:
             self._check_worktree_clean(path, old_blobs.get(path))
