@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
@@ -30,6 +31,10 @@ log = logging.getLogger(__name__)
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. ``test_config`` holds setting overrides by field name (see ``config.Settings``)."""
     settings = Settings.from_env(**(test_config or {}))
+    for name in ("werkzeug", "gunicorn.access"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())
     app = Flask(__name__)
     app.wsgi_app = NamespaceCase(app.wsgi_app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -97,6 +102,18 @@ def create_app(test_config: dict | None = None) -> Flask:
         return response
 
     return app
+
+
+class RedactSecrets(logging.Filter):
+    """Blank ``password=...`` (an event password tried in a query string) in access log lines."""
+
+    PATTERN = re.compile(r"(\b(?:password|pass|pwd|token)=)[^&\s\"']*", re.I)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.PATTERN.search(message):
+            record.msg, record.args = self.PATTERN.sub(r"\1[redacted]", message), ()
+        return True
 
 
 class NamespaceCase:
