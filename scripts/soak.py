@@ -67,6 +67,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=5000, help="requests in all (default 5000)")
     parser.add_argument("--writes", type=int, default=1000, help="how many of them write (default 1000)")
     parser.add_argument("--every", type=int, default=500, help="print figures every N requests (default 500)")
+    parser.add_argument("--steady", action="store_true",
+                        help="after the first sample, write only updates and deletes of existing records, so "
+                             "the data stops growing and any growth left is a leak")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     options = parser.parse_args()
@@ -103,6 +106,8 @@ def main() -> None:
             writes += 1
             kind = rng.random()
             day = f"2030-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+            if options.steady and baseline is not None and len(events) > 20:
+                kind = 0.6 + kind * 0.35  # updates only (deletes would shrink the data)
             if kind < 0.45 or not events:
                 status, body = call("post", "/events", headers=auth, json={
                     "title": f"Soak event {n} {rng.choice(['jazz', 'rock', 'folk', 'talk'])}",

@@ -148,3 +148,42 @@ def test_three_gunicorn_workers_writing_at_once(paths):
     finally:
         server.kill()
     check_repository(content, outcomes, paths["index_dir"])
+
+
+def test_readers_during_writes_never_lose_the_index(app, paths, caplog):
+    """Lists read an index generation while writes replace it: a reader must never find its
+    generation closed under it (which would count as a broken index and force a rebuild)."""
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    admin = Client(app.test_client(), "administrator")
+    for n in range(5):
+        admin.post("/events", json={"title": f"Seed {n} jazz", "start_date": "2030-01-01", "end_date": "2030-01-01"})
+    stop = threading.Event()
+    problems: list = []
+
+    def read(n: int) -> None:
+        client = Client(app.test_client(), None)
+        i = 0
+        while not stop.is_set():
+            i += 1
+            # a new search each time: answered by the generation's searcher, not a cached set
+            r = client.get(f"/events?{WINDOW}&search=jazz {n}x{i}")
+            if r.status_code != 200:
+                problems.append(r.get_json())
+
+    readers = [threading.Thread(target=read, args=(n,)) for n in range(3)]
+    for t in readers:
+        t.start()
+    try:
+        for n in range(10):
+            r = admin.post("/events", json={"title": f"Written {n} jazz", "start_date": "2030-01-01",
+                                            "end_date": "2030-01-01"})
+            assert r.status_code == 201
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(timeout=30)
+    assert not problems, problems[:3]
+    failed = [r.getMessage() for r in caplog.records if "search index" in r.getMessage()]
+    assert not failed, failed[:3]
