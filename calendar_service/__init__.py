@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import io
 import logging
 import os
 import re
@@ -78,9 +79,20 @@ def create_app(test_config: dict | None = None) -> Flask:
     @app.before_request
     def limit_body():
         # Flask enforces MAX_CONTENT_LENGTH only on bodies it reads; refuse any larger body up front
+        too_large = ApiError("rest_request_too_large",
+                             f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
         if request.content_length is not None and request.content_length > settings.max_body_bytes:
-            raise ApiError("rest_request_too_large",
-                           f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+            raise too_large
+        if request.environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+            # a chunked body has no length: werkzeug would cut it at the limit (and the JSON would
+            # look malformed); read it here, refuse it whole, or hand it on with its length
+            raw = request.environ["wsgi.input"].read(settings.max_body_bytes + 1)
+            if len(raw) > settings.max_body_bytes:
+                raise too_large
+            request.environ["wsgi.input"] = io.BytesIO(raw)
+            request.environ["CONTENT_LENGTH"] = str(len(raw))
+            request.environ.pop("HTTP_TRANSFER_ENCODING", None)
+            request.environ.pop("wsgi.input_terminated", None)
 
     @app.after_request
     def allow_header(response):
