@@ -70,10 +70,16 @@ def main() -> None:
     parser.add_argument("--steady", action="store_true",
                         help="after the first sample, write only updates and deletes of existing records, so "
                              "the data stops growing and any growth left is a leak")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="also print the ten source lines whose allocations grew most after the first sample")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     options = parser.parse_args()
 
+    if options.tracemalloc:
+        import tracemalloc
+        tracemalloc.start(8)
+    traced = None
     rng = random.Random(options.seed)
     workdir = Path(tempfile.mkdtemp(prefix="calendar-soak-"))
     accounts = Accounts(workdir / "users.yaml")
@@ -146,6 +152,8 @@ def main() -> None:
                 call("get", f"/{rng.choice(['categories', 'tags'])}?hide_empty=0")
         if n == min(options.every, options.requests):
             baseline = sample()
+            if options.tracemalloc:
+                traced = tracemalloc.take_snapshot()
         if n % options.every == 0 or n == options.requests:
             figures = sample()
             rate = n / (time.monotonic() - started)
@@ -159,6 +167,10 @@ def main() -> None:
     print(f"growth since request {min(options.every, options.requests)}: "
           f"rss {(end['rss_kb'] - baseline['rss_kb']) / 1024:+.1f} MB, fds {end['fds'] - baseline['fds']:+d}, "
           f"threads {end['threads'] - baseline['threads']:+d}, children {end['children'] - baseline['children']:+d}")
+    if traced is not None:
+        print("allocation growth by line:")
+        for stat in tracemalloc.take_snapshot().compare_to(traced, "lineno")[:10]:
+            print("  ", stat)
     app.extensions["calendar"].store.close()
     if options.keep:
         print(f"kept {workdir}")
