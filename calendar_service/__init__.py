@@ -10,8 +10,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import io
 import logging
 import os
+import re
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
@@ -31,6 +33,10 @@ log = logging.getLogger(__name__)
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. ``test_config`` holds setting overrides by field name (see ``config.Settings``)."""
     settings = Settings.from_env(**(test_config or {}))
+    for name in ("werkzeug", "gunicorn.access"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())
     app = Flask(__name__)
     app.wsgi_app = LanguageSegment(NamespaceCase(app.wsgi_app))
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -79,9 +85,20 @@ def create_app(test_config: dict | None = None) -> Flask:
     @app.before_request
     def limit_body():
         # Flask enforces MAX_CONTENT_LENGTH only on bodies it reads; refuse any larger body up front
+        too_large = ApiError("rest_request_too_large",
+                             f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
         if request.content_length is not None and request.content_length > settings.max_body_bytes:
-            raise ApiError("rest_request_too_large",
-                           f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+            raise too_large
+        if request.environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+            # a chunked body has no length: werkzeug would cut it at the limit (and the JSON would
+            # look malformed); read it here, refuse it whole, or hand it on with its length
+            raw = request.environ["wsgi.input"].read(settings.max_body_bytes + 1)
+            if len(raw) > settings.max_body_bytes:
+                raise too_large
+            request.environ["wsgi.input"] = io.BytesIO(raw)
+            request.environ["CONTENT_LENGTH"] = str(len(raw))
+            request.environ.pop("HTTP_TRANSFER_ENCODING", None)
+            request.environ.pop("wsgi.input_terminated", None)
 
     @app.after_request
     def allow_header(response):
@@ -103,6 +120,18 @@ def create_app(test_config: dict | None = None) -> Flask:
         return response
 
     return app
+
+
+class RedactSecrets(logging.Filter):
+    """Blank ``password=...`` (an event password tried in a query string) in access log lines."""
+
+    PATTERN = re.compile(r"(\b(?:password|pass|pwd|token)=)[^&\s\"']*", re.I)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.PATTERN.search(message):
+            record.msg, record.args = self.PATTERN.sub(r"\1[redacted]", message), ()
+        return True
 
 
 class NamespaceCase:

@@ -22,7 +22,7 @@ from flask import Blueprint, Response, current_app, g, request
 from . import dates, docs, errors, i18n, ical, permissions, queries
 from .accounts import User
 from .errors import ApiError
-from .params import CheckContext, CHECKS, Invalid, coerce, depth, php_nested
+from .params import CheckContext, CHECKS, Invalid, check_text, coerce, depth, php_nested
 from .presenters import Presenter, Urls
 from .records import Record
 from .resources import EVENTS, NO_DEFAULT, ORGANIZERS, VENUES, Resource
@@ -188,6 +188,7 @@ def validate(endpoint: Endpoint, raw: dict, ctx: CheckContext, svc: CalendarServ
         if arg.name not in values:
             continue
         try:
+            check_text(values[arg.name])
             if arg.check:
                 clean[arg.name] = CHECKS[arg.check](values[arg.name], ctx, arg)
             else:

@@ -28,6 +28,9 @@ _UNITS = {
 _TIME_TOKEN = re.compile(r"^(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?$", re.I)
 
 
+MIN_YEAR, MAX_YEAR = 1000, 9998  # four-digit years, with room for any time zone offset
+
+
 class DateParseError(ValueError):
     """The text is not a date this service understands."""
 
@@ -52,9 +55,11 @@ def zone(name: str | None, default: tzinfo) -> tzinfo:
         return timezone(-delta if sign == "-" else delta, name.upper())
     if name.upper() == "UTC":
         return ZoneInfo("UTC")
+    if len(name) > 64:  # the longest IANA name has 32 characters; longer ones are not names
+        raise ValueError("unknown time zone")
     try:
         return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: the name is no file name
         raise ValueError(f"unknown time zone: {name}") from None
 
 
@@ -92,15 +97,27 @@ def parse(text, tz: tzinfo, now: datetime | None = None) -> datetime:
     if re.fullmatch(r"[+-]?\d{9,11}(\.\d+)?", value) or re.fullmatch(r"@-?\d+", value):
         return _from_timestamp(float(value.lstrip("@")), tz)
     now = (now or datetime.now(timezone.utc)).astimezone(tz)
-    absolute = _parse_absolute(value, tz, now)
-    if absolute is not None:
-        return absolute
-    return _parse_relative(value, tz, now)
+    try:
+        moment = _parse_absolute(value, tz, now)
+        if moment is None:
+            moment = _parse_relative(value, tz, now)
+    except (OverflowError, ValueError) as exc:  # "+99999999999 years" and the like
+        if isinstance(exc, DateParseError):
+            raise
+        raise DateParseError(f"cannot read {value!r} as a date") from None
+    return _in_range(moment)
+
+
+def _in_range(moment: datetime) -> datetime:
+    """``moment`` when its year has four digits (stored dates are ``YYYY-...``), else DateParseError."""
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        raise DateParseError("the year must be between 1000 and 9998")
+    return moment
 
 
 def _from_timestamp(value: float, tz: tzinfo) -> datetime:
     try:
-        return datetime.fromtimestamp(float(value), timezone.utc).astimezone(tz)
+        return _in_range(datetime.fromtimestamp(float(value), timezone.utc).astimezone(tz))
     except (OverflowError, OSError, ValueError):
         raise DateParseError("timestamp out of range") from None
 

@@ -99,6 +99,28 @@ def _listify(value):
     return value
 
 
+def check_text(value, limit: int = MAX_DEPTH * 4) -> None:
+    """Raise Invalid when a string anywhere in ``value`` holds a NUL byte or a lone surrogate.
+
+    Neither can be stored: a NUL makes the record file unreadable (and git refuses it in a
+    commit message); a lone surrogate (``"\\ud800"`` in JSON) cannot be written as UTF-8.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise Invalid("NUL bytes are not allowed.")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Invalid("The text is not valid Unicode.") from None
+    elif limit > 0 and isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, limit - 1)
+            check_text(item, limit - 1)
+    elif limit > 0 and isinstance(value, list):
+        for item in value:
+            check_text(item, limit - 1)
+
+
 def depth(value, limit: int = 32) -> int:
     """Nesting depth of a JSON value, stopping at ``limit``."""
     if limit <= 0:

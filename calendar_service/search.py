@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 INLINE_LIMIT = 500          # changes up to this many files are applied in the request that notices them
+# A replaced generation may still be read by requests that began before; it is closed once it has
+# been retired this long or this many newer ones have come (a closed reader raises ReaderClosed).
+RETIRE_SECONDS = 10
+MAX_RETIRED = 4
 _ANALYZER = StemmingAnalyzer()
 
 
@@ -176,6 +180,7 @@ class SearchIndex:
         self.directory = Path(directory)
         self.site_tz = site_tz
         self._view: IndexView | None = None
+        self._retired: list[tuple[float, IndexView]] = []
         self._lock = threading.Lock()
         self._building = False
 
@@ -250,8 +255,15 @@ class SearchIndex:
                     return None
                 old, self._view = self._view, new_view
                 if old is not None:
-                    old.close()
+                    self._retire(old)
             return self._view
+
+    def _retire(self, old: IndexView) -> None:
+        """Close replaced generations once no request can still be reading them. Called under _lock."""
+        now = time.monotonic()
+        self._retired.append((now, old))
+        while self._retired and (len(self._retired) > MAX_RETIRED or now - self._retired[0][0] > RETIRE_SECONDS):
+            self._retired.pop(0)[1].close()
 
     # ------------------------------------------------------------------------- writing
 

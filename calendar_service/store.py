@@ -54,6 +54,9 @@ FILE_MODES = (0o100644, 0o100755)
 # how git reports a push that lost a race against another push (rather than a refusal)
 RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
               "failed to update ref", "incorrect old value")
+# A git lock file older than this, found while we hold the write lock, was left by a killed
+# process. Younger ones may belong to an editor's git command running in the checkout.
+STALE_LOCK_SECONDS = 30
 
 
 class StoreError(Exception):
@@ -390,6 +393,7 @@ class GitStore:
         """
         if self.head() != expected_head:
             raise BranchMoved("the branch moved")
+        message = message.replace("\0", "")  # git refuses a NUL in a commit object
         old_blobs = self._blobs_at(expected_head, changes)
         for path in changes:
             self._check_worktree_clean(path, old_blobs.get(path))
@@ -412,9 +416,15 @@ class GitStore:
             self.push(new_commit)
         journal = {"commit": new_commit, "old": expected_head, "paths": {p: old_blobs.get(p) for p in changes}}
         self._write_journal(journal)
+        update = ("update-ref", "-m", message.splitlines()[0][:200], f"refs/heads/{self.branch}",
+                  new_commit, expected_head or ZERO)
         try:
-            self._git("update-ref", "-m", message.splitlines()[0][:200], f"refs/heads/{self.branch}",
-                      new_commit, expected_head or ZERO)
+            try:
+                self._git(*update)
+            except StoreError:
+                if not self.remove_stale_locks():
+                    raise
+                self._git(*update)  # a killed process had left the ref locked
         except StoreError:
             self._clear_journal()
             if self.head() != expected_head:
@@ -829,13 +839,80 @@ class GitStore:
         with contextlib.suppress(FileNotFoundError):
             self._journal_path.unlink()
 
-    def recover(self) -> None:
-        """Finish a write that a killed process left between the ref update and the working tree.
+    def lock_files(self) -> list[Path]:
+        """The git lock files a killed write can leave: the branch ref, HEAD, packed refs, the index."""
+        names = [f"refs/heads/{self.branch}.lock", "HEAD.lock", "packed-refs.lock", "index.lock"]
+        return [self.git_dir / name for name in names]
 
-        Only files still holding their pre-write content are touched; anything else in the
+    def remove_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> list[str]:
+        """Delete git lock files older than ``older_than`` seconds; returns their names.
+
+        Must be called inside ``write_lock``: then no write of this service is running, and a
+        lock file that old was left by a killed process (git holds its locks for
+        milliseconds), not by a live one. Each removal is logged.
+        """
+        removed = []
+        now = time.time()
+        for path in self.lock_files():
+            try:
+                age = now - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age < older_than:
+                log.warning("%s exists (%.0f s old); leaving it to its owner", path.name, age)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(str(path.relative_to(self.git_dir)))
+                log.warning("removed the stale git lock file .git/%s (%.0f s old, left by a killed process)",
+                            removed[-1], age)
+        return removed
+
+    def _refresh_index(self) -> None:
+        """Record in git's index the files whose working copy matches the branch head but whose
+        index entry does not (a killed ``update-index`` after a write); others are left alone."""
+        head = self.head()
+        out = self._git("diff-index", "--cached", "-z", "--name-only", head, "--", *CONTENT_FOLDERS, check=False)
+        paths = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+        if not paths:
+            return
+        at_head = self._blobs_at(head, paths)
+        fix = []
+        for path in paths:
+            file = self.root / path
+            on_disk = blob_sha(file.read_bytes()) if file.is_file() else None
+            if on_disk == at_head.get(path):
+                fix.append(path)
+        if fix:
+            self._git("update-index", "-q", "--add", "--remove", "-z", "--stdin",
+                      input=b"".join(p.encode() + b"\0" for p in fix), check=False)
+            log.info("refreshed git's index for %d files after a killed write", len(fix))
+
+    def _remove_temporary_files(self) -> None:
+        """Delete the temporary files a killed write leaves (``.tmp-*`` next to record files)."""
+        for folder in CONTENT_FOLDERS:
+            directory = self.root / folder
+            if directory.is_dir():
+                for leftover in directory.glob(".tmp-*"):
+                    with contextlib.suppress(FileNotFoundError):
+                        leftover.unlink()
+                        log.warning("removed %s/%s, left by a killed write", folder, leftover.name)
+        with contextlib.suppress(FileNotFoundError):
+            self._journal_path.with_suffix(".tmp").unlink()
+
+    def recover(self) -> None:
+        """Clean up after a killed process, then finish a write it left between the ref update
+        and the working tree.
+
+        Stale git lock files and our own temporary files are removed (see
+        ``remove_stale_locks``), and the git index is refreshed when a lock had to go. Only
+        files still holding their pre-write content are touched; anything else in the
         working tree is somebody's work and is left alone.
         """
         with self.write_lock():
+            self._remove_temporary_files()
+            if self.remove_stale_locks() and self.head():
+                self._refresh_index()
             try:
                 journal = json.loads(self._journal_path.read_text())
             except FileNotFoundError:

@@ -9,6 +9,11 @@ _BLOCK = re.compile(r"^\s*<(p|div|ul|ol|li|h[1-6]|table|thead|tbody|tr|blockquot
                     r"aside|header|footer|nav|hr|form|dl|address|details|iframe)\b", re.I)
 
 
+# device names Windows reserves whatever the extension; a clone of the content repository must check out
+WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                              *(f"lpt{i}" for i in range(1, 10))})
+
+
 def slugify(text: str) -> str:
     """A WordPress-like slug: ASCII letters and digits joined by hyphens (``"Jazz Night!"`` -> ``jazz-night``)."""
     text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii").lower()
@@ -16,7 +21,10 @@ def slugify(text: str) -> str:
     text = re.sub(r"&[a-z0-9#]+;", "", text)
     text = re.sub(r"[^a-z0-9_\s-]", "", text)
     text = re.sub(r"[\s_-]+", "-", text).strip("-")
-    return text[:190].strip("-")
+    text = text[:190].strip("-")
+    if text in WINDOWS_RESERVED:
+        text += "-1"  # the slug names a file, and Windows cannot check out a file called con.md
+    return text
 
 
 def autop(text: str | None) -> str:

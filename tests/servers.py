@@ -1,0 +1,119 @@
+"""Real server processes for the concurrency, crash and secrets tests: gunicorn or ``python
+app.py`` on a free port, in their own process group (so a SIGKILL takes the workers too),
+always killed by the caller's ``finally``; every wait is bounded."""
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+API = "/calendar/events/v1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """One server process group on a temporary content repository."""
+
+    def __init__(self, paths: dict, kind: str = "gunicorn", workers: int = 3, extra_env: dict | None = None):
+        self.paths = paths
+        self.kind = kind
+        self.workers = workers
+        self.extra_env = extra_env or {}
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.stderr_path = Path(paths["content_dir"]).parent / "server-stderr.log"
+
+    def env(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CALENDAR_", "GIT_"))}
+        env.update(
+            CALENDAR_CONTENT_DIR=str(self.paths["content_dir"]), CALENDAR_INDEX_DIR=str(self.paths["index_dir"]),
+            CALENDAR_USERS_FILE=str(self.paths["users_file"]), CALENDAR_SEED_SAMPLE="false",
+            CALENDAR_TIMEZONE="UTC", PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore", **self.extra_env,
+        )
+        return env
+
+    def start(self, timeout: float = 20) -> "Server":
+        self.port = free_port()
+        if self.kind == "gunicorn":
+            cmd = [sys.executable, "-m", "gunicorn", "-w", str(self.workers), "-b", f"127.0.0.1:{self.port}",
+                   "--graceful-timeout", "1", "--log-level", "warning", "calendar_service:create_app()"]
+        else:
+            cmd = [sys.executable, str(ROOT / "app.py"), "--port", str(self.port)]
+        stderr = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env(), stdout=stderr, stderr=stderr,
+                                     start_new_session=True)
+        stderr.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.stderr()[-2000:]}")
+            try:
+                status, _, _ = self.request("GET", "/events", timeout=2)
+                if status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"server did not answer within {timeout} s: {self.stderr()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (master and workers) and reap it."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+        self.proc = None
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def request(self, method: str, path: str, body=None, auth: tuple[str, str] | None = None,
+                timeout: float = 30, headers: dict | None = None) -> tuple[int, dict | None, str]:
+        """Send one request; returns (status, JSON body or None, raw text)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            sent = dict(headers or {})
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                sent["Content-Type"] = "application/json"
+            if auth:
+                sent["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            conn.request(method, API + path, body=data, headers=sent)
+            response = conn.getresponse()
+            raw = response.read().decode("utf-8", "replace")
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            return response.status, parsed, raw
+        finally:
+            conn.close()
+
+
+def is_envelope(body, status: int) -> bool:
+    return (isinstance(body, dict) and isinstance(body.get("code"), str) and isinstance(body.get("message"), str)
+            and isinstance(body.get("data"), dict) and body["data"].get("status") == status)
