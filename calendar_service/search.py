@@ -32,42 +32,62 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from whoosh import fields, index as whoosh_index
-from whoosh.analysis import StemmingAnalyzer
+from whoosh import columns, fields, index as whoosh_index
+from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.codec import whoosh3
 from whoosh.query import And, Or, Prefix, Term
 from whoosh.reading import TermNotFound
 
 from . import dates
 from .catalog import Snapshot, ref_term
-from .queries import EventQuery, Page, search_words
+from .queries import EventQuery, Page, analyse, event_text, search_words
 from .records import Record
 from .resources import EVENTS
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 INLINE_LIMIT = 500          # changes up to this many files are applied in the request that notices them
-_ANALYZER = StemmingAnalyzer()
+
+
+def _cached_reader(self, fieldname, column):
+    """Whoosh 2.7.4's W3PerDocReader._cached_reader, remembering a missing column too.
+
+    Writing a segment asks for the length column of the field of every posting; for the
+    fields without one (ids, keywords) the original answers with a ``stat`` each time:
+    three quarters of a full reindex went there. A segment's files never change once
+    written, so remembering "no such column" is safe.
+    """
+    if fieldname in self._readers:
+        return self._readers[fieldname]
+    reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
+    self._readers[fieldname] = reader
+    return reader
+
+
+whoosh3.W3PerDocReader._cached_reader = _cached_reader
 
 
 def make_schema() -> fields.Schema:
     keyword = dict(commas=True, scorable=False, lowercase=False)
     return fields.Schema(
         path=fields.ID(stored=True, unique=True),
-        rid=fields.NUMERIC(stored=True, bits=64, sortable=True),
-        rid_key=fields.ID(),
+        # columns only: lists read them once per generation, nothing searches them as terms
+        rid=fields.COLUMN(columns.NumericColumn("q")),
+        rid_key=fields.ID(stored=True),
         status=fields.ID(),
         author=fields.ID(),
-        start=fields.NUMERIC(bits=64, signed=True, sortable=True),
-        end=fields.NUMERIC(bits=64, signed=True, sortable=True),
-        pub=fields.NUMERIC(bits=64, signed=True, sortable=True),
+        start=fields.COLUMN(columns.NumericColumn("q")),
+        end=fields.COLUMN(columns.NumericColumn("q")),
+        pub=fields.COLUMN(columns.NumericColumn("q")),
         flags=fields.KEYWORD(**keyword),
         parent=fields.ID(),
         categories=fields.KEYWORD(**keyword),
         tags=fields.KEYWORD(**keyword),
         venue=fields.KEYWORD(**keyword),
         organizer=fields.KEYWORD(**keyword),
-        text=fields.TEXT(analyzer=_ANALYZER),
+        # words analysed by queries.analyse (the same words the scanning path matches)
+        text=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False),
     )
 
 
@@ -99,7 +119,8 @@ def event_document(record: Record, site_tz) -> dict:
         "pub": _epoch(pub),
         "flags": ",".join(flags) or None,
         "parent": str(data["post_parent"]) if data.get("post_parent") else None,
-        "text": " ".join(str(data.get(k) or "") for k in ("title", "excerpt", "description")),
+        # the scanning path's words when it has them; not kept on the record otherwise (memory)
+        "text": " ".join(record.__dict__.get("_tokens") or set(analyse(event_text(record)))),
     }
     for key in ("categories", "tags", "venue", "organizer"):
         refs = [ref_term(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
@@ -357,7 +378,7 @@ class SearchIndex:
             for path in paths:
                 stored = searcher.document(path=path)
                 if stored is not None:
-                    ids.add(stored["rid"])
+                    ids.add(int(stored["rid_key"]))
         for path in paths:
             writer.delete_by_term("path", path)
             entry = snapshot.files.get(path)
