@@ -8,6 +8,8 @@ with a service running on it.
 from __future__ import annotations
 
 import copy
+import pickle
+import threading
 import json
 import subprocess
 from pathlib import Path
@@ -277,3 +279,38 @@ def test_import_into_a_repository_in_use(paths, app, admin, anon, factory, repo)
     assert admin.get("/events/8").get_json()["title"] == original["events"][1]["title"]
     fsck = subprocess.run(["git", "-C", str(repo.root), "fsck", "--strict"], capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+# ----------------------------------------------------------------------------- records cache (cold start)
+
+
+def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, repo, monkeypatch):
+    from calendar_service import catalog as catalog_module
+    monkeypatch.setattr(catalog_module, "CACHE_MIN_FILES", 1)
+    items = [_event(n, venue={"id": 50, "venue": "Hall"}) for n in range(1, 6)]
+    import_items(paths, items)
+    cache = paths["index_dir"] / "records.cache"
+    app = make_app()
+    for thread in threading.enumerate():
+        if thread.name == "calendar-records-cache":
+            thread.join(10)
+    assert cache.exists()
+    first = Client(app.test_client(), None)
+    before = first.get("/events/101").get_json()
+
+    # the cache is what a restart reads (a record changed only in the cache shows), keyed by blob:
+    # a file changed since is parsed again
+    entries = pickle.loads(cache.read_bytes())
+    entries["files"]["events/event-1.md"][1]["title"] = "From the cache"
+    cache.write_bytes(pickle.dumps(entries))
+    repo.commit_file("events/event-2.md", repo("show", "HEAD:events/event-2.md").replace("Event 2", "Edited 2"))
+    client = Client(make_app().test_client(), None)
+    assert client.get("/events/101").get_json()["title"] == "From the cache"
+    assert client.get("/events/102").get_json()["title"] == "Edited 2"
+    assert diff(before, first.get("/events/101").get_json()) == []
+
+    # a broken cache, or one holding anything but plain data, is ignored
+    for content in (b"garbage", pickle.dumps({"version": catalog_module.CACHE_VERSION, "files": GitStore})):
+        cache.write_bytes(content)
+        client = Client(make_app().test_client(), None)
+        assert client.get("/events/101").get_json()["title"] == "Event 1"
