@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shutil
+import struct
 import sys
 import threading
 import time
@@ -128,6 +129,28 @@ def event_document(record: Record, site_tz) -> dict:
     return {k: v for k, v in doc.items() if v is not None}
 
 
+def _read_column(reader, name: str) -> dict:
+    """docnum -> value of a numeric column for every live document, a segment at a time.
+
+    A segment's column is one run of fixed-size big-endian numbers: unpacking it in one
+    call is what makes a new index generation (after every write) cheap; whoosh's
+    per-document access costs ~10 us a value.
+    """
+    out = {}
+    for leaf, offset in reader.leaf_readers():
+        count = leaf.doc_count_all()
+        column = leaf.column_reader(name, translate=False)
+        try:
+            n = min(column._count, count)
+            raw = column._dbfile.get(column._basepos, n * column._fixedlen)
+            values = list(struct.unpack(f"!{n}{column._typecode}", raw)) + [column._default] * (count - n)
+        except AttributeError:  # not a plain numeric column reader (e.g. a segment without the column)
+            values = [column[i] for i in range(count)]
+        for d in leaf.all_doc_ids():
+            out[offset + d] = values[d]
+    return out
+
+
 class IndexView:
     """One generation of the index, opened once and shared by every request until the next."""
 
@@ -140,9 +163,7 @@ class IndexView:
         self.rid, self.start, self.end, self.pub = {}, {}, {}, {}
         if live:  # whoosh has no columns to read in an index without documents
             for name, target in (("rid", self.rid), ("start", self.start), ("end", self.end), ("pub", self.pub)):
-                column = reader.column_reader(name)
-                for d in live:
-                    target[d] = column[d]
+                target.update(_read_column(reader, name))
         self.order = sorted(live, key=lambda d: (self.start[d], self.pub[d], self.rid[d]))
         self.sorted_starts = [self.start[d] for d in self.order]
         self.by_rid = {rid: d for d, rid in self.rid.items()}
