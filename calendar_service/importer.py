@@ -499,10 +499,10 @@ def import_events(store: GitStore, items: list, site_tz, author: tuple[str, str]
                 raise ImportFailure(f"{_label(index, item)}: {where} {bad}") from None
             if progress and (index + 1) % 2000 == 0:
                 progress("checking", index + 1, len(items))
+        if progress and len(items) % 2000:
+            progress("checking", len(items), len(items))
         result = ImportResult(None)
         files = planner.files(result)
-        if progress:
-            progress("checking", len(items), len(items))
         if not files:
             result.seconds = time.monotonic() - started
             return result
