@@ -47,7 +47,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     open_repository(store, settings)
     accounts = Accounts(settings.users_file)
     index = SearchIndex(settings.index_dir, settings.tz)
-    service = CalendarService(settings, store, Catalog(store), accounts, index)
+    # parsed records are cached next to the index (derived data) for a quick restart
+    service = CalendarService(settings, store, Catalog(store, settings.index_dir / "records.cache"), accounts, index)
     # load the records now rather than on the first request; bring the index up to date
     # (inline when few files changed since it was last written, in the background otherwise)
     index.ensure(service.snapshot(), store)

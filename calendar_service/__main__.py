@@ -221,6 +221,29 @@ def cmd_new(options) -> int:
     with open(target, "xb") as handle:  # "x": never overwrite, even if the file appeared meanwhile
         handle.write(content)
     print(target)
+
+def cmd_import(options) -> int:
+    from . import importer
+    from .store import GitStore, StoreError
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    try:
+        author = importer.parse_author(options.author) if options.author else None
+        items = importer.load(options.file)
+        result = importer.import_events(store, items, settings.tz, author=author, message=options.commit_message,
+                                        source=Path(options.file).name, progress=importer.progress_bar)
+    except (importer.ImportFailure, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("nothing was imported", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(result.summary())
+    for singular, old, new in result.remapped[:20]:
+        print(f"  {singular} {old} is now {new} (id taken)")
+    if len(result.remapped) > 20:
+        print(f"  ... and {len(result.remapped) - 20} more (see the commit message)")
     return 0
 
 
@@ -229,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     reindex = commands.add_parser("reindex", help="rebuild the search index (CALENDAR_INDEX_DIR) in full")
     reindex.set_defaults(func=cmd_reindex)
+    imp = commands.add_parser("import", help="import events (The Events Calendar's REST API JSON) as one commit")
+    imp.add_argument("file", help="a list response ({\"events\": [...]}), an event object or a list of events")
+    imp.add_argument("--commit-message", help="default: says what was imported")
+    imp.add_argument("--author", help='commit author as "Name <email>" (default: the service identity)')
+    imp.set_defaults(func=cmd_import)
     user = commands.add_parser("user", help="manage accounts (users file: CALENDAR_USERS_FILE)")
     actions = user.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="create an account")

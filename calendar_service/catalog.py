@@ -9,9 +9,14 @@ a reader sees committed content only and never a half-written file.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
+import os
+import pickle
 import threading
 from functools import cached_property
+from pathlib import Path
 
 from . import records
 from .records import Problem, Record
@@ -247,14 +252,73 @@ def load_directory(root) -> Snapshot:
     return Snapshot(None, files)
 
 
-class Catalog:
-    """Keeps the snapshot of the branch head, refreshing it incrementally when the head moves."""
+def _code_version() -> str:
+    # parsed records depend on how files are read: a new version of that code ignores old caches
+    digest = hashlib.sha1()
+    for name in ("records.py", "resources.py", "dates.py"):
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()
 
-    def __init__(self, store: GitStore):
+
+CACHE_VERSION = _code_version()
+CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
+
+
+class _CacheUnpickler(pickle.Unpickler):
+    """Plain data only (YAML may give dates and times), whatever the file holds."""
+
+    ALLOWED = {("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timezone"),
+               ("datetime", "timedelta")}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
+
+
+class Catalog:
+    """Keeps the snapshot of the branch head, refreshing it incrementally when the head moves.
+
+    With ``cache_file`` (derived data, in the index folder, safe to delete) the parsed
+    records of the last full load are kept on disk by path and blob id, so a restart parses
+    only files that changed since.
+    """
+
+    def __init__(self, store: GitStore, cache_file: Path | None = None):
         self.store = store
+        self.cache_file = Path(cache_file) if cache_file else None
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
         self._past: dict[str, Snapshot] = {}
+
+    def _read_cache(self) -> dict:
+        """path -> (blob, data or None, problems as tuples) from the cache file; {} when unusable."""
+        if self.cache_file is None:
+            return {}
+        try:
+            with open(self.cache_file, "rb") as handle:
+                cached = _CacheUnpickler(io.BufferedReader(handle)).load()
+            if isinstance(cached, dict) and cached.get("version") == CACHE_VERSION:
+                return cached["files"]
+        except FileNotFoundError:
+            pass
+        except Exception as exc:  # derived data: a broken cache only costs a full parse
+            log.warning("ignoring the records cache %s (%s)", self.cache_file, exc)
+        return {}
+
+    def _write_cache(self, snapshot: "Snapshot") -> None:
+        files = {path: (blob, record.data if record is not None else None,
+                        tuple((p.path, p.line, p.message, p.severity) for p in problems))
+                 for path, (blob, record, problems) in snapshot.files.items()}
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as handle:
+                pickle.dump({"version": CACHE_VERSION, "commit": snapshot.commit, "files": files}, handle,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.cache_file)
+        except Exception as exc:
+            log.warning("could not write the records cache (%s)", exc)
 
     def current(self) -> Snapshot:
         """The snapshot of the branch head as it is now."""
@@ -286,18 +350,29 @@ class Catalog:
     def _advance(self, previous: Snapshot, head: str | None) -> Snapshot:
         if head is None:
             return Snapshot(None, {})
+        cached: dict = {}
         if previous.commit is None:
             changed = self.store.list_files(head)
             files: dict = {}
+            if len(changed) >= CACHE_MIN_FILES:
+                cached = self._read_cache()
         else:
             changed = self.store.changed_files(previous.commit, head)
             files = dict(previous.files)
-        contents = self.store.read_blobs(sha for sha in changed.values() if sha)
+        hits: set = set()
+        for path, (blob, data, problems) in ((p, cached[p]) for p in changed if p in cached):
+            if blob != changed[path]:
+                continue
+            resource = records.resource_of_path(path)
+            record = Record(resource, data, path, blob) if data is not None and resource is not None else None
+            files[path] = (blob, record, tuple(Problem(*p) for p in problems))
+            hits.add(path)
+        contents = self.store.read_blobs(sha for path, sha in changed.items() if sha and path not in hits)
         for path, blob in changed.items():
             if blob is None:
                 files.pop(path, None)
                 continue
-            if records.resource_of_path(path) is None:
+            if records.resource_of_path(path) is None or path in hits:
                 continue
             raw = contents.get(blob)
             record, problems = records.parse(path, raw) if raw is not None else (None, [Problem(path, 1, "unreadable")])
@@ -308,5 +383,10 @@ class Catalog:
                     log.warning("skipping %s", problem)
             files[path] = (blob, record, tuple(problems))
         if previous.commit is None:
-            return Snapshot(head, files)
+            snapshot = Snapshot(head, files)
+            parsed = len(changed) - len(hits)
+            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // 10:
+                threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
+                                 daemon=True).start()
+            return snapshot
         return Snapshot(head, files, previous, set(changed))

@@ -16,6 +16,7 @@ from dateutil import parser as dateutil_parser
 from dateutil.relativedelta import relativedelta
 
 FORMAT = "%Y-%m-%d %H:%M:%S"
+_STORED = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\Z", re.ASCII)
 
 _OFFSET_TZ = re.compile(r"^UTC([+-])(\d{1,2})(?:[.:](\d{1,2}))?$", re.I)
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -248,7 +249,12 @@ def read_local(text: str, tz: tzinfo) -> datetime:
 
     Raises ValueError when the string is not in that form.
     """
-    return datetime.strptime(str(text).strip(), FORMAT).replace(tzinfo=tz)
+    text = str(text).strip()
+    if _STORED.match(text):
+        # the common case without strptime, which re-reads the locale on every call
+        return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
+                        int(text[17:19]), tzinfo=tz)
+    return datetime.strptime(text, FORMAT).replace(tzinfo=tz)
 
 
 def details(text: str) -> dict:
