@@ -221,6 +221,8 @@ def cmd_new(options) -> int:
     with open(target, "xb") as handle:  # "x": never overwrite, even if the file appeared meanwhile
         handle.write(content)
     print(target)
+    return 0
+
 
 def cmd_import(options) -> int:
     from . import importer

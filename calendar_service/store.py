@@ -975,6 +975,9 @@ class GitStore:
                         continue
                     new_blob = current.get(path)
                     self._sync_worktree({path: contents[new_blob] if new_blob else None})
+                # killed after writing a file but before `update-index` ran: the file is new,
+                # its index entry old (git status would show it deleted and untracked)
+                self._refresh_index()
                 log.info("finished an interrupted write of commit %s", commit[:12])
             self._clear_journal()
 

@@ -49,7 +49,7 @@ def check_repository(root, outcomes: list, index_dir) -> None:
 def index_ids(index_dir) -> set[int]:
     ix = whoosh_index.open_dir(str(index_dir / "whoosh"))
     with ix.searcher() as searcher:
-        return {fields["rid"] for fields in searcher.all_stored_fields()}
+        return {int(fields["rid_key"]) for fields in searcher.all_stored_fields()}
 
 
 def git_event_ids(root) -> set[int]:

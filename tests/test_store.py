@@ -450,6 +450,32 @@ def test_recovery_finishes_a_write_killed_after_the_ref_update(make_app, paths, 
     assert anon.get("/events/300").status_code == 200
 
 
+class KilledBeforeIndexUpdate(GitStore):
+    """A store whose process 'dies' after writing the working tree, before ``git update-index``."""
+
+    def _git(self, *args, **kwargs):
+        if args and args[0] == "update-index":
+            raise KeyboardInterrupt("killed")
+        return super()._git(*args, **kwargs)
+
+
+def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make_app, paths, repo, factory):
+    event = factory.event(title="Index lag")
+    path = f"events/{event['slug']}.md"
+    new_content = (repo.root / path).read_bytes().replace(b"Index lag", b"Index caught up")
+    killed = KilledBeforeIndexUpdate(paths["content_dir"])
+    with pytest.raises(KeyboardInterrupt):
+        with killed.write_lock():
+            killed.commit({path: new_content, "events/made-in-crash.md": event_file(301, "Made").encode()},
+                          "Crashing write", ("Admin", "admin@example.org"), repo.head())
+    killed.close()
+    assert _journal(repo).exists() and repo.status() != ""   # files new, git's index old
+    make_app()  # the next start
+    assert not _journal(repo).exists()
+    assert (repo.root / path).read_bytes() == new_content
+    assert_clean(repo)
+
+
 def test_recovery_from_a_hand_written_journal(make_app, paths, repo, factory):
     event = factory.event(title="Journal one")
     doomed = factory.event(title="Journal two")
