@@ -16,7 +16,7 @@ import re
 from .i18n import N_, gettext
 from .params import ORDERBY
 from .presenters import Urls
-from .resources import NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
+from .resources import ICAL, NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
 from .routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
@@ -152,6 +152,20 @@ for _name, _list in _LIST_SCHEMA.items():
         "rest_url": _STRING, "next_rest_url": _STRING, "previous_rest_url": _STRING,
         "total": _INT, "total_pages": _INT}}
 
+SCHEMAS["RevisionList"] = {"type": "object", "required": ["revisions"], "properties": {
+    "revisions": {"type": "array", "items": {"type": "object", "required": ["commit", "author", "date", "message"],
+                                             "properties": {
+        "commit": _STRING, "date": _STRING, "message": _STRING,
+        "author": {"type": "object", "properties": {"name": _STRING, "email": _STRING}}}}}}}
+# without `since` only the token of now is returned
+SCHEMAS["ChangeList"] = {"type": "object", "required": ["next_token"], "properties": {
+    "changes": {"type": "array", "items": {"type": "object", "required": ["type", "id", "action"], "properties": {
+        "type": _STRING, "id": _INT, "action": _STRING}}},
+    "next_token": _STRING}}
+SCHEMAS["GitHookResult"] = {"type": "object", "required": ["pulled", "head"], "properties": {
+    "pulled": _BOOL, "head": {"type": "string", "nullable": True}, "moved": _BOOL, "pushed": _BOOL,
+    "conflicts": {"type": "array", "items": _STRING}}}
+
 
 # ----------------------------------------------------------------------------- /doc: arguments
 
@@ -256,6 +270,11 @@ _OK = {
     "delete": N_("The record deleted (events, venues and organizers are moved to the trash)"),
     "index": N_("The routes of this namespace, their methods and arguments"),
     "doc": N_("This document"),
+    "revision": N_("The record as it was at that commit"),
+    # by the name of the success schema
+    "RevisionList": N_("The commits that changed the record, newest first"),
+    "ChangeList": N_("The records changed since the token, and the token to ask with next time"),
+    "GitHookResult": N_("Whether the remote was pulled, the branch head after it, and what the pull did"),
 }
 _GENERIC_OK = N_("Success")
 _ERRORS = {
@@ -298,10 +317,12 @@ def _responses(route: Route, endpoint: Endpoint, language: str) -> dict:
         return {"description": gettext(_ERRORS[code], language),
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
-    ok = {"description": gettext(_OK.get(endpoint.handler, _GENERIC_OK), language)}
+    ok = {"description": gettext(_OK.get(endpoint.response) or _OK.get(endpoint.handler, _GENERIC_OK), language)}
     schema = _success_schema(route, endpoint)
     if schema is not None:
         ok["content"] = {"application/json": {"schema": schema}}
+        if ICAL in endpoint.args:  # ?ical=1 or an Accept header preferring it (see ical.py)
+            ok["content"]["text/calendar"] = {"schema": {"type": "string"}}
     responses = {"201" if endpoint.handler == "create" else "200": ok}
     for code in _ERRORS_OF.get(endpoint.handler, ("400", "401")):
         responses[code] = error(code)

@@ -155,8 +155,9 @@ EVENT_ARCHIVE_ARGS = (
 )
 
 # Not in the original's route table: its iCalendar export lives on the site's pages (?ical=1).
-ICAL = Arg("ical", "Answer in iCalendar (text/calendar, RFC 5545) instead of JSON; an Accept header preferring "
-           "text/calendar does the same. A list then holds every matching event unless page or per_page is given.",
+ICAL = Arg("ical", N_("Answer in iCalendar (text/calendar, RFC 5545) instead of JSON; an Accept header "
+                      "preferring text/calendar does the same. A list then holds every matching event unless page "
+                      "or per_page is given."),
            type="boolean")
 EVENT_ARCHIVE_ARGS += (ICAL,)
 

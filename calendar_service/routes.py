@@ -141,11 +141,11 @@ def summary_of(route: "Route", endpoint: Endpoint) -> str:
 # raw body (header X-Hub-Signature-256: sha256=HEX, or X-Gitea-Signature / X-Forgejo-Signature: HEX)
 # with CALENDAR_WEBHOOK_SECRET; a valid call pulls the git remote.
 GIT_HOOK_ARGS = (
-    Arg("ref", "The ref the push updated, e.g. refs/heads/main (sent by GitHub, Gitea and Forgejo in a JSON "
-               "body). A push to another branch than CALENDAR_GIT_REMOTE_BRANCH is acknowledged without a "
-               "pull; without it the service pulls.", type="string", location="body"),
-    Arg("payload", "The push event as a JSON string, when the hook sends form-encoded bodies (GitHub's "
-                   "application/x-www-form-urlencoded content type); its ref is read as above.",
+    Arg("ref", N_("The ref the push updated, e.g. refs/heads/main (sent by GitHub, Gitea and Forgejo in a JSON "
+                  "body). A push to another branch than CALENDAR_GIT_REMOTE_BRANCH is acknowledged without a "
+                  "pull; without it the service pulls."), type="string", location="body"),
+    Arg("payload", N_("The push event as a JSON string, when the hook sends form-encoded bodies (GitHub's "
+                      "application/x-www-form-urlencoded content type); its ref is read as above."),
         type="string", location="body"),
 )
 
@@ -197,15 +197,29 @@ def build_routes() -> tuple[Route, ...]:
             ), resource),
         ]
     routes += _audit_routes()
-    routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature"),)))
+    routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature",
+                                                 N_("Pull the git remote after a signed push event"),
+                                                 "GitHookResult"),)))
     return tuple(routes)
 
 
-COMMIT = Arg("commit", "A commit of the content repository's branch (4 to 40 hexadecimal digits, as listed by "
-             "the revisions route)", type="string", required=True, check="commit_id", location="path")
-SINCE = Arg("since", "The next_token of an earlier response: list the records created, updated or deleted "
-            "since then. Without it only the current next_token is returned; an unknown or expired token "
-            "gives 410 (read everything again)", type="string")
+COMMIT = Arg("commit", N_("A commit of the content repository's branch (4 to 40 hexadecimal digits, as listed "
+                "by the revisions route)"), type="string", required=True, check="commit_id", location="path")
+SINCE = Arg("since", N_("The next_token of an earlier response: list the records created, updated or deleted "
+               "since then. Without it only the current next_token is returned; an unknown or expired token "
+               "gives 410 (read everything again)"), type="string")
+
+# /doc summaries of the audit routes, by resource (each names its own success schema)
+_REVISIONS_TEXT = {"events": N_("List the revisions of an event"), "venues": N_("List the revisions of a venue"),
+                   "organizers": N_("List the revisions of an organizer"),
+                   "categories": N_("List the revisions of an event category"),
+                   "tags": N_("List the revisions of an event tag")}
+_REVISION_TEXT = {"events": N_("Get an event as it was at a commit"), "venues": N_("Get a venue as it was at a commit"),
+                  "organizers": N_("Get an organizer as it was at a commit"),
+                  "categories": N_("Get an event category as it was at a commit"),
+                  "tags": N_("Get an event tag as it was at a commit")}
+_RECORD_SCHEMA = {"events": "Event", "venues": "Venue", "organizers": "Organizer", "categories": "Term",
+                  "tags": "Term"}
 
 
 def _audit_routes() -> list[Route]:
@@ -215,13 +229,16 @@ def _audit_routes() -> list[Route]:
         ident = (_id_arg(resource),)
         routes += [
             Route(rf"/{resource.name}/(?P<id>\d+)/revisions", (
-                Endpoint(("GET",), "revisions", ident, "audit"),
+                Endpoint(("GET",), "revisions", ident, "audit", _REVISIONS_TEXT[resource.name], "RevisionList"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)/revisions/(?P<commit>[^/]+)", (
-                Endpoint(("GET",), "revision", ident + (COMMIT,), "audit"),
+                Endpoint(("GET",), "revision", ident + (COMMIT,), "audit", _REVISION_TEXT[resource.name],
+                         _RECORD_SCHEMA[resource.name]),
             ), resource),
         ]
-    routes.append(Route("/changes", (Endpoint(("GET",), "changes", (SINCE,)),)))
+    routes.append(Route("/changes", (Endpoint(("GET",), "changes", (SINCE,),
+                                              summary=N_("List the records changed since an earlier response"),
+                                              response="ChangeList"),)))
     return routes
 
 
