@@ -79,6 +79,8 @@ def _slug_arg(resource: Resource) -> Arg:
 
 
 PASSWORD = Arg("password", N_("The event password"), type="string")
+# on create the password is a field of the new event (the original takes it on updates only)
+NEW_PASSWORD = Arg("password", N_("The event password"), type="string", location="body")
 
 # Arguments every route takes besides its own (the index and /doc list them on every endpoint).
 # An unknown language is not an error: it falls back to English (see i18n.choose).
@@ -169,7 +171,7 @@ def build_routes() -> tuple[Route, ...]:
         routes += [
             Route(f"/{resource.name}", (
                 Endpoint(("GET",), "archive", resource.archive_args),
-                Endpoint(("POST",), "create", resource.create_args, "create"),
+                Endpoint(("POST",), "create", resource.create_args + ((NEW_PASSWORD,) if extra else ()), "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
                 Endpoint(("GET",), "single", ident + as_ical),

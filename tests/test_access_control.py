@@ -409,3 +409,14 @@ def test_empty_trash_deletes_for_good_in_one_commit(paths, admin, make, repo):
     assert admin.get(f"/events/{trashed[0]['id']}").status_code == 404
     assert admin.get(f"/events/{keep['id']}").status_code == 200
     assert _cli(paths, "trash", "list").stdout.strip().endswith("0 record(s) in the trash")
+
+
+def test_password_given_on_create(as_role, repo):
+    r = as_role("author").post("/events", json={"title": "Born protected", "start_date": "tomorrow 9am",
+                                               "end_date": "tomorrow 10am", "description": "Hidden",
+                                               "password": "from-the-start"})
+    assert r.status_code == 201
+    anon = as_role(None)
+    assert anon.get(f"/events/{r.get_json()['id']}").get_json()["code"] == "event-password-protected"
+    assert anon.get(f"/events/{r.get_json()['id']}?password=from-the-start").status_code == 200
+    assert "from-the-start" not in repo("log", "-1", "--format=%B")

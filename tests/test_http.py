@@ -567,7 +567,8 @@ OUR_ARGS = {"ical"}
 
 def _arg_names(endpoint, key: str = "") -> list:
     # every route also takes i18n_language (API.md 4), listed last; the sample predates it
-    ours = OUR_ARGS | ({"password"} if "/events/by-slug/" in key else set())  # by-slug takes it too (README)
+    # by-slug routes and event creation take `password` too (README)
+    ours = OUR_ARGS | ({"password"} if "/events/by-slug/" in key or key.endswith("/events") else set())
     return [name for name in endpoint["args"] or [] if name != "i18n_language" and name not in ours]
 
 
