@@ -26,6 +26,16 @@ from .errors import ApiError
 from .resources import RESOURCES
 
 
+def progress_bar(stage: str, done: int, total: int) -> None:
+    """A plain progress bar on standard error, for the long commands (reindex, import)."""
+    width = 40
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{stage:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
 def _accounts() -> Accounts:
     return Accounts(Settings.from_env().users_file)
 
@@ -62,7 +72,7 @@ def cmd_reindex(options) -> int:
     import time
 
     from .catalog import Catalog
-    from .search import SearchIndex, progress_bar
+    from .search import SearchIndex
     from .store import GitStore
 
     settings = Settings.from_env()
@@ -73,7 +83,7 @@ def cmd_reindex(options) -> int:
     started = time.monotonic()
     snapshot = Catalog(store).current()
     loaded = time.monotonic()
-    count = SearchIndex(settings.index_dir, settings.tz).rebuild_now(snapshot, progress_bar)
+    count = SearchIndex(settings.index_dir, settings.tz).rebuild_now(snapshot, lambda done, total: progress_bar("indexing", done, total))
     done = time.monotonic()
     rate = count / (done - loaded) if done > loaded else 0
     print(f"indexed {count} events of commit {snapshot.commit[:12] if snapshot.commit else '-'} "
@@ -234,7 +244,7 @@ def cmd_import(options) -> int:
         author = importer.parse_author(options.author) if options.author else None
         items = importer.load(options.file)
         result = importer.import_events(store, items, settings.tz, author=author, message=options.commit_message,
-                                        source=Path(options.file).name, progress=importer.progress_bar)
+                                        source=Path(options.file).name, progress=progress_bar)
     except (importer.ImportFailure, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was imported", file=sys.stderr)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -512,16 +511,6 @@ def import_events(store: GitStore, items: list, site_tz, author: tuple[str, str]
             progress=(lambda done, total: progress("writing", done, total)) if progress else None)
     result.seconds = time.monotonic() - started
     return result
-
-
-def progress_bar(stage: str, done: int, total: int) -> None:
-    """A plain progress bar on standard error."""
-    width = 40
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r{stage:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def parse_author(value: str) -> tuple[str, str]:

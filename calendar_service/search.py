@@ -27,7 +27,6 @@ import logging
 import os
 import shutil
 import struct
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -36,7 +35,6 @@ from pathlib import Path
 from whoosh import columns, fields, index as whoosh_index
 from whoosh.analysis import SpaceSeparatedTokenizer
 from whoosh.codec import whoosh3
-from whoosh.query import And, Or, Prefix, Term
 from whoosh.reading import TermNotFound
 
 from . import dates
@@ -600,13 +598,3 @@ def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:
         if record is not None:
             terms.append(ref_term(record.slug))
     return terms
-
-
-def progress_bar(done: int, total: int) -> None:
-    """A plain progress bar on standard error, for ``reindex``."""
-    width = 40
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} events")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()

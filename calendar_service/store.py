@@ -296,20 +296,29 @@ class GitStore:
 
     def changed_files(self, old: str, new: str) -> dict[str, str | None]:
         """Paths under the content folders that differ between two commits: path -> new blob or None."""
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", old, new, "--", *CONTENT_FOLDERS)
-        parts = out.split(b"\0")
-        changes: dict[str, str | None] = {}
+        return {path: entry[3] for path, entry in self._diff_tree(old, new).items()}
+
+    def _diff_tree(self, old: str | None, new: str, whole_tree: bool = False) -> dict[str, tuple]:
+        """Paths that differ between two commits (``old`` None: the empty tree), under the content
+        folders or, with ``whole_tree``, anywhere: path -> (old mode, new mode, old blob or None,
+        new blob or None). One ``git diff-tree``, read from its ``-z`` raw output."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new]
+        if not whole_tree:
+            args += ["--", *CONTENT_FOLDERS]
+        parts = self._git(*args).split(b"\0")
+        found: dict[str, tuple] = {}
         i = 0
         while i < len(parts) - 1:
-            meta = parts[i].decode()
+            meta = parts[i].decode("ascii", "replace")
             if not meta.startswith(":"):
                 i += 1
                 continue
-            _, new_mode, _, new_sha, status = meta[1:].split()
+            old_mode, new_mode, old_sha, new_sha, _status = meta[1:].split()
             path = parts[i + 1].decode("utf-8", "surrogateescape")
-            changes[path] = None if status.startswith("D") else new_sha
+            found[path] = (int(old_mode, 8), int(new_mode, 8), None if old_sha == ZERO else old_sha,
+                           None if new_sha == ZERO else new_sha)
             i += 2
-        return changes
+        return found
 
     def read_blobs(self, shas) -> dict[str, bytes]:
         """Contents of many blobs in one ``git cat-file --batch`` run: sha -> bytes."""
@@ -391,21 +400,7 @@ class GitStore:
     def diff(self, old: str | None, new: str) -> dict[str, tuple[str | None, str | None]]:
         """Paths under the content folders that differ between two commits (``old`` None: the
         empty tree): path -> (old blob or None, new blob or None)."""
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new,
-                        "--", *CONTENT_FOLDERS)
-        parts = out.split(b"\0")
-        found: dict[str, tuple[str | None, str | None]] = {}
-        i = 0
-        while i < len(parts) - 1:
-            meta = parts[i].decode("ascii", "replace")
-            if not meta.startswith(":"):
-                i += 1
-                continue
-            _, _, old_sha, new_sha, _status = meta[1:].split()
-            path = parts[i + 1].decode("utf-8", "surrogateescape")
-            found[path] = (None if old_sha == ZERO else old_sha, None if new_sha == ZERO else new_sha)
-            i += 2
-        return found
+        return {path: (entry[2], entry[3]) for path, entry in self._diff_tree(old, new).items()}
 
     # ----------------------------------------------------------------------------- writing
 
@@ -778,20 +773,8 @@ class GitStore:
 
     def _diff(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
         """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", old or EMPTY_TREE, new)
-        parts = out.split(b"\0")
-        changes: dict = {}
-        i = 0
-        while i < len(parts) - 1:
-            meta = parts[i].decode()
-            if not meta.startswith(":"):
-                i += 1
-                continue
-            _, new_mode, _, new_sha, status = meta[1:].split()
-            path = parts[i + 1].decode("utf-8", "surrogateescape")
-            changes[path] = None if status.startswith("D") else (int(new_mode, 8), new_sha)
-            i += 2
-        return changes
+        return {path: None if entry[3] is None else (entry[1], entry[3])
+                for path, entry in self._diff_tree(old, new, whole_tree=True).items()}
 
     def _replay(self, local: str, onto: str) -> tuple[str, list[str]]:
         """Replay the commits of ``local`` that ``onto`` lacks onto ``onto``, one by one, keeping
@@ -983,8 +966,6 @@ class GitStore:
 
     # ----------------------------------------------------------------------------- bulk import
 
-    EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
     def commit_new_files(self, files: dict[str, bytes], message: str, author: tuple[str, str],
                          expected_head: str | None, progress=None) -> str:
         """Add many NEW files as one commit on the branch; returns the new commit id.
@@ -1048,7 +1029,7 @@ class GitStore:
                 raise BranchMoved("the branch moved") from None
             raise
         try:
-            self._git("read-tree", "-m", "-u", expected_head or self.EMPTY_TREE, new_commit)
+            self._git("read-tree", "-m", "-u", expected_head or EMPTY_TREE, new_commit)
         except StoreError as exc:
             # the commit stands; write the files ourselves (none existed: checked above)
             log.warning("read-tree after an import failed (%s); writing the files directly", exc)

@@ -268,7 +268,7 @@ def test_unknown_languages_fall_back_to_english_and_unknown_segments_are_404(cli
     for url in (f"/xx{API}", f"/xx{API}/events", f"/pt_pt{API}/doc", f"/it/it{API}/doc", "/it/calendar"):
         assert get_json(client, url, 404)["code"] == "rest_no_route", url
     # the segment works with the case-insensitive namespace and on writes' error answers too
-    assert _event_title(get_json(client, f"/IT/Calendar/Events/V1/doc")) == EVENT_TITLE["it"]
+    assert _event_title(get_json(client, "/IT/Calendar/Events/V1/doc")) == EVENT_TITLE["it"]
     r = client.post(f"/it{API}/events", json={})
     assert r.status_code == 400 and r.get_json()["code"] == "rest_missing_callback_param"
 

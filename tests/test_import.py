@@ -21,7 +21,7 @@ from calendar_service import create_app
 from calendar_service import __main__ as cli
 from calendar_service.importer import ImportFailure, import_events
 from calendar_service.store import GitStore
-from conftest import API, Client, Git
+from conftest import Client
 
 SAMPLES = Path("/work/shared/spec/samples")
 UTC = ZoneInfo("UTC")

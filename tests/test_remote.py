@@ -260,7 +260,7 @@ def test_a_conflicting_local_commit_is_kept_aside(instance, remote):
     assert result.conflicts == [local] and not result.pushed
     assert b.repo.head() == remote("rev-parse", "main").strip()
     assert b.admin.get(f"/events/{event['id']}").get_json()["title"] == "By the API"
-    assert b.repo(f"rev-parse", f"refs/calendar/conflicts/{local}").strip() == local
+    assert b.repo("rev-parse", f"refs/calendar/conflicts/{local}").strip() == local
     assert b.repo.status() == ""
 
 
