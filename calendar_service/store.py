@@ -104,6 +104,21 @@ def blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def write_atomically(target: Path, data: bytes, mode: int, prefix: str) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename,
+    so a reader (or a killed process) sees the old file or the new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def _clean_env() -> dict:
     # GIT_DIR and friends set by a hook or a parent git process would point us elsewhere.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -196,16 +211,7 @@ class _LooseObjectWriter:
         target = self._objects / stored.hexsha[:2] / stored.hexsha[2:]
         if not target.exists():
             target.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix="tmp_obj_")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(zlib.compress(raw))
-                os.chmod(tmp, 0o444)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                raise
+            write_atomically(target, zlib.compress(raw), 0o444, "tmp_obj_")
         return stored
 
 
@@ -567,16 +573,7 @@ class GitStore:
                     target.unlink()
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(content)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                raise
+            write_atomically(target, content, 0o644, ".tmp-")
         try:
             # paths go through standard input: a write may touch more than a command line holds
             self._git("update-index", "-q", "--add", "--remove", "-z", "--stdin",
