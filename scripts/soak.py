@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calendar_service import create_app  # noqa: E402
-from calendar_service.accounts import Accounts  # noqa: E402
+from calendar_service.auth.accounts import Accounts  # noqa: E402
 
 API = "/calendar/events/v1"
 

@@ -15,7 +15,7 @@ import yaml
 from argon2 import PasswordHasher
 
 from calendar_service import create_app
-from calendar_service.accounts import ROLES, Accounts
+from calendar_service.auth.accounts import ROLES, Accounts
 
 API = "/calendar/events/v1"
 PASSWORDS = {role: f"{role}-secret-pass" for role in ROLES}

@@ -13,9 +13,9 @@ import pytest
 
 import calendar_service
 from calendar_service import create_app
-from calendar_service.catalog import Catalog
+from calendar_service.storage.catalog import Catalog
 from calendar_service.config import Settings
-from calendar_service.store import GitStore
+from calendar_service.storage.store import GitStore
 from conftest import API, Git
 
 PROJECT = Path(calendar_service.__file__).resolve().parent.parent  # the package the tests import

@@ -205,7 +205,7 @@ def test_kill_between_ref_update_and_working_tree_is_finished_by_a_restarted_ser
     """The journal case through a real restart: the branch moved, the working tree did not."""
     content = paths["content_dir"]
     _prepare(paths)
-    from calendar_service.store import GitStore
+    from calendar_service.storage.store import GitStore
 
     class Killed(GitStore):
         def _sync_worktree(self, changes):

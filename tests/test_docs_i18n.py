@@ -11,15 +11,16 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 from openapi_spec_validator import validate
 
-from calendar_service import docs, i18n
-from calendar_service.presenters import Urls
-from calendar_service.resources import Arg
-from calendar_service.routes import COMMON_ARGS, ROUTES, Endpoint, Route
+from calendar_service.http import docs
+from calendar_service.http import i18n
+from calendar_service.http.presenters import Urls
+from calendar_service.domain.resources import Arg
+from calendar_service.http.routes import COMMON_ARGS, ROUTES, Endpoint, Route
 from conftest import API
 
 LANGUAGES = ["nl", "en", "fr", "de", "it", "pl", "pt-pt", "sl", "es"]
 LOCALE = Path(i18n.__file__).with_name("locale")
-PACKAGE = Path(i18n.__file__).parent
+PACKAGE = Path(i18n.__file__).parent.parent  # the whole calendar_service package
 # one known description in each language, written here by hand so a broken catalog cannot pass
 EVENT_TITLE = {
     "en": "The event title", "nl": "De titel van het evenement", "fr": "Le titre de l'évènement",

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calendar_service.__main__ import main
-from calendar_service.catalog import Catalog
-from calendar_service.store import GitStore
+from calendar_service.cli.commands import main
+from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.store import GitStore
 
 ROOT = Path(__file__).resolve().parents[1]
 

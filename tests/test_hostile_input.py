@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from calendar_service.records import is_safe_slug
-from calendar_service.resources import RESOURCES
-from calendar_service.routes import ROUTES
+from calendar_service.domain.records import is_safe_slug
+from calendar_service.domain.resources import RESOURCES
+from calendar_service.http.routes import ROUTES
 from conftest import API, Client
 
 ENVELOPE_KEYS = {"code", "message", "data"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from calendar_service.routes import ROUTES
+from calendar_service.http.routes import ROUTES
 from conftest import API, Client
 
 SAMPLES = Path("/work/shared/spec/samples")

@@ -15,8 +15,9 @@ import icalendar
 import pytest
 import vobject
 
-from calendar_service import records, text
-from calendar_service.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
+from calendar_service.domain import records
+from calendar_service.domain import text
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 

@@ -19,8 +19,8 @@ import pytest
 
 from calendar_service import create_app
 from calendar_service import __main__ as cli
-from calendar_service.importer import ImportFailure, import_events
-from calendar_service.store import GitStore
+from calendar_service.cli.importer import ImportFailure, import_events
+from calendar_service.storage.store import GitStore
 from conftest import Client
 
 SAMPLES = Path("/work/shared/spec/samples")
@@ -285,7 +285,7 @@ def test_import_into_a_repository_in_use(paths, app, admin, anon, factory, repo)
 
 
 def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, repo, monkeypatch):
-    from calendar_service import catalog as catalog_module
+    from calendar_service.storage import catalog as catalog_module
     monkeypatch.setattr(catalog_module, "CACHE_MIN_FILES", 1)
     items = [_event(n, venue={"id": 50, "venue": "Hall"}) for n in range(1, 6)]
     import_items(paths, items)

@@ -107,7 +107,7 @@ def editor_clone(bare: Path, where: Path) -> Git:
 
 
 def test_writes_of_two_instances_reach_the_remote_and_each_other(instance, remote, caplog):
-    caplog.set_level("INFO", logger="calendar_service.service")
+    caplog.set_level("INFO", logger="calendar_service.service.calendar")
     a, b = instance("a"), instance("b")
     r = a.create("From A")
     assert r.status_code == 201, r.get_json()

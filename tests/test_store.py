@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from calendar_service.catalog import Catalog
-from calendar_service.resources import EVENTS, VENUES
-from calendar_service.store import BranchMoved, GitStore, StoreError, blob_sha
+from calendar_service.storage.catalog import Catalog
+from calendar_service.domain.resources import EVENTS, VENUES
+from calendar_service.storage.store import BranchMoved, GitStore, StoreError, blob_sha
 from conftest import Client
 
 COMMITTER = "Calendar Service <calendar-service@localhost>"
@@ -633,8 +633,8 @@ def test_incremental_snapshots_equal_a_full_build(app, admin, factory, repo):
     """A snapshot advanced commit by commit must hold exactly what a fresh load of the commit holds."""
     import random
 
-    from calendar_service.catalog import Catalog
-    from calendar_service.resources import EVENTS, RESOURCES, TAGS, VENUES
+    from calendar_service.storage.catalog import Catalog
+    from calendar_service.domain.resources import EVENTS, RESOURCES, TAGS, VENUES
 
     service = app.extensions["calendar"]
     rng = random.Random(7)

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from calendar_service.accounts import Accounts
+from calendar_service.auth.accounts import Accounts
 
 API = "/calendar/events/v1"
 BASE = "http://localhost" + API

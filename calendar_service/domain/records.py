@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import frontmatter
 import yaml
 
-from . import dates
-from .resources import RESOURCES, TYPE_NAMES, Resource
+from calendar_service.domain import dates
+from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
 try:  # the C loader and dumper are five to seven times faster (see MEASURED.md)
     _Loader = yaml.CSafeLoader

@@ -18,10 +18,10 @@ import threading
 from functools import cached_property
 from pathlib import Path
 
-from . import records
-from .records import Problem, Record
-from .resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
-from .store import GitStore
+from calendar_service.domain import records
+from calendar_service.domain.records import Problem, Record
+from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
+from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ def load_directory(root) -> Snapshot:
     Files in the content folders that the service does not read are reported as warnings."""
     from pathlib import Path
 
-    from .store import blob_sha
+    from calendar_service.storage.store import blob_sha
 
     root = Path(root)
     files: dict = {}
@@ -256,7 +256,7 @@ def _code_version() -> str:
     # parsed records depend on how files are read: a new version of that code ignores old caches
     digest = hashlib.sha1()
     for name in ("records.py", "resources.py", "dates.py"):
-        digest.update((Path(__file__).parent / name).read_bytes())
+        digest.update((Path(__file__).parent.parent / "domain" / name).read_bytes())
     return digest.hexdigest()
 
 

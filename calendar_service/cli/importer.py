@@ -31,10 +31,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import dates, records, text
-from .catalog import Catalog, Snapshot
-from .resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, TAGS, VENUES, Resource
-from .store import GitStore
+from calendar_service.domain import dates
+from calendar_service.domain import records
+from calendar_service.domain import text
+from calendar_service.storage.catalog import Catalog, Snapshot
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, TAGS, VENUES, Resource
+from calendar_service.storage.store import GitStore
 
 _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 _FLAGS = ("hide_from_listings", "sticky", "featured")

@@ -19,15 +19,21 @@ from urllib.parse import urlencode
 from dateutil.relativedelta import relativedelta
 from flask import Blueprint, Response, current_app, g, request
 
-from . import dates, docs, errors, i18n, ical, permissions, queries
-from .accounts import User
-from .errors import ApiError
-from .params import CheckContext, CHECKS, Invalid, check_text, coerce, depth, php_nested
-from .presenters import Presenter, Urls
-from .records import Record
-from .resources import EVENTS, NO_DEFAULT, ORGANIZERS, VENUES, Resource
-from .routes import NAMESPACE, Endpoint, Route, match
-from .service import CalendarService
+from calendar_service.domain import dates
+from calendar_service.http import docs
+from calendar_service import errors
+from calendar_service.http import i18n
+from calendar_service.http import ical
+from calendar_service.domain import permissions
+from calendar_service.domain import queries
+from calendar_service.auth.accounts import User
+from calendar_service.errors import ApiError
+from calendar_service.http.params import CheckContext, CHECKS, Invalid, check_text, coerce, depth, php_nested
+from calendar_service.http.presenters import Presenter, Urls
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import EVENTS, NO_DEFAULT, ORGANIZERS, VENUES, Resource
+from calendar_service.http.routes import NAMESPACE, Endpoint, Route, match
+from calendar_service.service.calendar import CalendarService
 
 log = logging.getLogger(__name__)
 

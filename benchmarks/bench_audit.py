@@ -1,6 +1,6 @@
 """Benchmark of revisions, revision-at-commit, the changes feed and 304s on a synthetic history.
 
-``python3 -m calendar_service.bench_audit [--events 2000] [--commits 1000] [--repeat 5]`` builds a
+``python3 -m benchmarks.bench_audit [--events 2000] [--commits 1000] [--repeat 5]`` builds a
 content repository with that many events and commits (every 50th a slug rename of event 1),
 packs it with ``git gc`` and prints the median time of each request kind, cold (nothing cached
 for the head) and warm. The figures in the README's "Audit and sync" section come from here.
@@ -17,10 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import create_app, records
-from .accounts import Accounts
-from .resources import EVENTS
-from .store import GitStore
+from calendar_service import create_app
+from calendar_service.domain import records
+from calendar_service.auth.accounts import Accounts
+from calendar_service.domain.resources import EVENTS
+from calendar_service.storage.store import GitStore
 
 API = "/calendar/events/v1"
 
@@ -55,7 +56,7 @@ def build(root: Path, events: int, commits: int) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calendar_service.bench_audit")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_audit")
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)

@@ -15,8 +15,8 @@ from flask import Blueprint, Response, request, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 from werkzeug.exceptions import NotFound
 
-from . import i18n
-from .routes import NAMESPACE
+from calendar_service.http import i18n
+from calendar_service.http.routes import NAMESPACE
 
 ui = Blueprint("calendar_doc_ui", __name__)
 PAGE = f"/{NAMESPACE}/doc/ui"

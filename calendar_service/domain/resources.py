@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .i18n import N_
+from calendar_service.http.i18n import N_
 
 NO_DEFAULT = object()
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import timezone
 from urllib.parse import urlsplit
 
-from . import dates, text
-from .catalog import Snapshot
-from .records import Record
-from .resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES, Resource
+from calendar_service.domain import dates
+from calendar_service.domain import text
+from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES, Resource
 
 
 @dataclass(frozen=True)

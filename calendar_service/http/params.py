@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from . import dates
-from .accounts import User
-from .catalog import Snapshot
-from .resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
-from .service import LinkedValueError, parse_linked, parse_term_list
+from calendar_service.domain import dates
+from calendar_service.auth.accounts import User
+from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
+from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 
 MAX_DEPTH = 8
 MAX_LIST = 1000
@@ -285,7 +285,7 @@ def _post_filter(resource):
 
 
 def _status_filter(value, ctx, arg):
-    from . import permissions
+    from calendar_service.domain import permissions
     statuses = tuple(str(s).strip() for s in as_list(value))
     if not statuses:
         raise Invalid()
@@ -473,7 +473,7 @@ def _digits(value, ctx, arg):
 def _existing_slug(resource):
     def check(value, ctx, arg):
         slug = str(value).strip().lower()
-        from .records import is_safe_slug
+        from calendar_service.domain.records import is_safe_slug
         record = ctx.snapshot.get_slug(resource, slug) if is_safe_slug(slug) else None
         if record is None:
             raise Invalid()

@@ -37,11 +37,11 @@ from whoosh.analysis import SpaceSeparatedTokenizer
 from whoosh.codec import whoosh3
 from whoosh.reading import TermNotFound
 
-from . import dates
-from .catalog import Snapshot, ref_term
-from .queries import EventQuery, Page, analyse, event_text, search_words
-from .records import Record
-from .resources import EVENTS
+from calendar_service.domain import dates
+from calendar_service.storage.catalog import Snapshot, ref_term
+from calendar_service.domain.queries import EventQuery, Page, analyse, event_text, search_words
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import EVENTS
 
 log = logging.getLogger(__name__)
 
@@ -589,7 +589,7 @@ def _status_docs(view: IndexView, statuses, user) -> frozenset:
 
 def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:
     """Index terms for records ``ids``: their ids, and their slugs (editors may reference by slug)."""
-    from .resources import RESOURCES
+    from calendar_service.domain.resources import RESOURCES
     resource = RESOURCES[target]
     terms = []
     for rid in ids:

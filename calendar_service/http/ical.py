@@ -23,11 +23,12 @@ from zoneinfo import ZoneInfo
 
 from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
 
-from . import dates, text
-from .catalog import Snapshot
-from .presenters import Urls
-from .records import Record
-from .resources import EVENTS, ORGANIZERS
+from calendar_service.domain import dates
+from calendar_service.domain import text
+from calendar_service.storage.catalog import Snapshot
+from calendar_service.http.presenters import Urls
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import EVENTS, ORGANIZERS
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from pathlib import Path
 import git
 from gitdb import IStream
 
-from .config import without_userinfo
-from .resources import RESOURCES
+from calendar_service.config import without_userinfo
+from calendar_service.domain.resources import RESOURCES
 
 log = logging.getLogger(__name__)
 

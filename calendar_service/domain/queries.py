@@ -13,11 +13,12 @@ from datetime import datetime, timezone
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as _porter_stem
 
-from . import dates, permissions
-from .accounts import User
-from .catalog import Snapshot
-from .records import Record
-from .resources import CATEGORIES, EVENTS, Resource
+from calendar_service.domain import dates
+from calendar_service.domain import permissions
+from calendar_service.auth.accounts import User
+from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import CATEGORIES, EVENTS, Resource
 
 
 @dataclass

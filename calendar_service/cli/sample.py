@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from datetime import datetime, time, timedelta
 
-from . import dates, records
-from .resources import CATEGORIES, EVENTS, ORGANIZERS, TAGS, VENUES
-from .store import GitStore
+from calendar_service.domain import dates
+from calendar_service.domain import records
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, TAGS, VENUES
+from calendar_service.storage.store import GitStore
 
 VENUES_DATA = [
     {"venue": "Riverside Hall", "address": "12 Quay Street", "city": "Springfield", "state": "IL", "zip": "62701",

@@ -7,9 +7,9 @@ their own drafts and pending records.
 """
 from __future__ import annotations
 
-from .accounts import User
-from .records import Record
-from .resources import CATEGORIES, Resource
+from calendar_service.auth.accounts import User
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import CATEGORIES, Resource
 
 VISIBLE_TO_EDITORS = ("publish", "future", "draft", "pending", "private")
 

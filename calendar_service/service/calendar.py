@@ -14,15 +14,21 @@ import threading
 from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 
-from . import dates, errors, permissions, queries, records, search, text
-from .accounts import Accounts, User
-from .catalog import Catalog, Snapshot
-from .config import Settings
-from .errors import ApiError
-from .records import Record
-from .search import SearchIndex
-from .resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES, VENUES, Resource
-from .store import ZERO, BranchMoved, GitStore, PullResult, PushRejected, RemoteError, RemoteRefused, StoreError
+from calendar_service.domain import dates
+from calendar_service import errors
+from calendar_service.domain import permissions
+from calendar_service.domain import queries
+from calendar_service.domain import records
+from calendar_service.index import search
+from calendar_service.domain import text
+from calendar_service.auth.accounts import Accounts, User
+from calendar_service.storage.catalog import Catalog, Snapshot
+from calendar_service.config import Settings
+from calendar_service.errors import ApiError
+from calendar_service.domain.records import Record
+from calendar_service.index.search import SearchIndex
+from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, ORGANIZERS, RESOURCES, VENUES, Resource
+from calendar_service.storage.store import ZERO, BranchMoved, GitStore, PullResult, PushRejected, RemoteError, RemoteRefused, StoreError
 
 log = logging.getLogger(__name__)
 

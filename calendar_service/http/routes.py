@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .i18n import LANGUAGES, N_
-from .resources import EVENTS, ICAL, POST_TYPES, TERM_TYPES, Arg, Resource
+from calendar_service.http.i18n import LANGUAGES, N_
+from calendar_service.domain.resources import EVENTS, ICAL, POST_TYPES, TERM_TYPES, Arg, Resource
 
 NAMESPACE = "calendar/events/v1"
 EDIT = ("POST", "PUT", "PATCH")

@@ -13,11 +13,11 @@ from __future__ import annotations
 import functools
 import re
 
-from .i18n import N_, gettext
-from .params import ORDERBY
-from .presenters import Urls
-from .resources import ICAL, NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
-from .routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
+from calendar_service.http.i18n import N_, gettext
+from calendar_service.http.params import ORDERBY
+from calendar_service.http.presenters import Urls
+from calendar_service.domain.resources import ICAL, NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
+from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")

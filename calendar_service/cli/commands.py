@@ -1,0 +1,336 @@
+"""Command line: ``python -m calendar_service COMMAND``.
+
+Commands:
+  reindex                      rebuild the search index in full (with a progress bar)
+  user add NAME --role ROLE [--email E] [--name N] [--password P]
+  user list | user remove NAME | user passwd NAME [--password P]
+  user token NAME [--label L] | user revoke NAME TOKEN_ID
+  trash list [--type T] [--older-than DAYS]
+  trash empty --user LOGIN [--type T] [--older-than DAYS] [--yes]
+  validate [CONTENT_DIR] [--allow-warnings]
+                               check every content file as the service reads it
+  new event|venue|organizer|category|tag --title T [--start S --end E] [--dir CONTENT_DIR]
+                               write a new record file with the next free id (not committed)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from calendar_service.domain import records
+from calendar_service.auth.accounts import ROLES, AccountError, Accounts
+from calendar_service.config import Settings
+from calendar_service.errors import ApiError
+from calendar_service.domain.resources import RESOURCES
+
+
+def progress_bar(stage: str, done: int, total: int) -> None:
+    """A plain progress bar on standard error, for the long commands (reindex, import)."""
+    width = 40
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{stage:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _accounts() -> Accounts:
+    return Accounts(Settings.from_env().users_file)
+
+
+def cmd_user(options) -> int:
+    accounts = _accounts()
+    action = options.action
+    if action == "add":
+        user, password = accounts.add(options.login, options.role, email=options.email, name=options.name,
+                                      password=options.password)
+        print(f"created {user.role} {user.login} (id {user.id}, {user.email})")
+        if not options.password:
+            print(f"application password: {password}")
+            print("It is shown once; only its hash is stored.")
+    elif action == "list":
+        for user in accounts.users():
+            print(f"{user.id}\t{user.login}\t{user.role}\t{user.email}\t{len(user.passwords)} password(s)")
+    elif action == "remove":
+        accounts.remove(options.login)
+        print(f"removed {options.login}")
+    elif action == "passwd":
+        password = accounts.set_password(options.login, options.password)
+        print("password replaced" if options.password else f"new application password: {password}")
+    elif action == "token":
+        token_id, password = accounts.add_token(options.login, options.label)
+        print(f"application password {token_id}: {password}")
+    elif action == "revoke":
+        accounts.revoke_token(options.login, options.token_id)
+        print(f"revoked {options.token_id}")
+    return 0
+
+
+def cmd_reindex(options) -> int:
+    import time
+
+    from calendar_service.storage.catalog import Catalog
+    from calendar_service.index.search import SearchIndex
+    from calendar_service.storage.store import GitStore
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch)
+    if not store.exists():
+        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    snapshot = Catalog(store).current()
+    loaded = time.monotonic()
+    count = SearchIndex(settings.index_dir, settings.tz).rebuild_now(snapshot, lambda done, total: progress_bar("indexing", done, total))
+    done = time.monotonic()
+    rate = count / (done - loaded) if done > loaded else 0
+    print(f"indexed {count} events of commit {snapshot.commit[:12] if snapshot.commit else '-'} "
+          f"(read {len(snapshot.files)} files in {loaded - started:.1f} s, indexed in {done - loaded:.1f} s, "
+          f"{rate:.0f} events/s)")
+    for problem in snapshot.problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    store.close()
+    return 0
+
+
+def cmd_trash(options) -> int:
+    """List the trash, or delete trashed records for good in one commit authored by ``--user``."""
+    from calendar_service.storage.catalog import Catalog
+    from calendar_service.domain.resources import RESOURCES
+    from calendar_service.service.calendar import CalendarService
+    from calendar_service.storage.store import GitStore
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    if not store.exists():
+        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
+        return 2
+    accounts = _accounts()
+    service = CalendarService(settings, store, Catalog(store), accounts)
+    try:
+        resources = [RESOURCES[options.type]] if options.type else None
+        records = service.trashed(resources, options.older_than)
+        for record in records:
+            print(f"{record.resource.singular}\t{record.id}\t{record.path}\t{record.title}")
+        if options.action == "list" or not records:
+            print(f"{len(records)} record(s) in the trash")
+            return 0
+        user = accounts.get(options.user)
+        if user is None:
+            print(f"error: no account {options.user!r}", file=sys.stderr)
+            return 2
+        if not options.yes:
+            answer = input(f"Delete these {len(records)} record(s) for good (git history keeps them)? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing deleted")
+                return 1
+        try:
+            removed = service.empty_trash(records, user)
+        except ApiError as exc:
+            print(f"error: {exc.message}" if exc.status != 403 else
+                  f"error: {user.login} ({user.role}) may not empty the trash; editors and administrators may",
+                  file=sys.stderr)
+            return 2
+        print(f"deleted {removed} record(s) for good in one commit by {user.login}")
+        return 0
+    finally:
+        store.close()
+
+def _content_dir(value) -> Path:
+    return Path(value) if value else Settings.from_env().content_dir
+
+
+def cmd_validate(options) -> int:
+    """Print one ``path:line: message`` line per problem in the working tree of the content
+    directory; exit 1 when there is any (warnings too, unless --allow-warnings), else print
+    a one-line summary and exit 0. The checks are the service's own (records.parse for each
+    file, the snapshot for ids, slugs and references)."""
+    from calendar_service.storage.catalog import load_directory
+
+    root = _content_dir(options.content_dir)
+    if not root.is_dir():
+        print(f"error: no content directory at {root}", file=sys.stderr)
+        return 2
+    snapshot = load_directory(root)
+    texts: dict[str, str] = {}
+
+    def line_of(path: str, key: str) -> int:
+        if path not in texts:
+            texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
+        return records.line_of(texts[path], key)
+
+    problems = list(snapshot.problems) + snapshot.reference_problems(line_of)
+    shown = os.path.normpath(str(options.content_dir)) if options.content_dir else str(root)
+    failing = 0
+    for problem in sorted(problems, key=lambda p: (p.path, p.line)):
+        where = os.path.normpath(os.path.join(shown, problem.path))
+        label = "warning: " if problem.severity == "warning" else ""
+        print(f"{where}:{problem.line}: {label}{problem.message}")
+        failing += problem.severity == "error" or not options.allow_warnings
+    counts = {name: len(snapshot.all(resource)) for name, resource in RESOURCES.items()}
+    if failing or problems:
+        print(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s)", file=sys.stderr)
+    if failing:
+        return 1
+    print(f"content OK: {sum(counts.values())} records in {len(snapshot.files)} files ("
+          + ", ".join(f"{n} {name}" for name, n in counts.items()) + ")")
+    return 0
+
+
+def cmd_new(options) -> int:
+    """Write a new record file named by its slug with the next free id of its id space, print
+    its path and exit 0; exit 2 without writing when the file exists or a value is wrong.
+    Nothing is committed: the editor reviews and commits the file."""
+    from calendar_service.domain import dates
+    from calendar_service.domain import text
+    from calendar_service.storage.catalog import load_directory
+
+    resource = next(r for r in RESOURCES.values() if r.singular == options.kind)
+    root = _content_dir(options.dir)
+    settings = Settings.from_env()
+    snapshot = load_directory(root) if root.is_dir() else None
+    record_id = snapshot.next_id(resource) if snapshot else 1
+    title = options.title.strip()
+    if not title:
+        raise ValueError("--title must not be empty")
+    slug = options.slug or text.slugify(title) or f"{resource.singular}-{record_id}"
+    if not records.is_safe_slug(slug):
+        raise ValueError(f"--slug {slug!r}: use lowercase letters, digits, '-' or '_'")
+    path = records.path_for(resource, slug)
+    target = root / path
+    if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):
+        raise ValueError(f"{target} exists already; choose another --slug")
+    now = dates.fmt(dates.utc_now())
+    data: dict = {"id": record_id, resource.title_key: title, "slug": slug}
+    if resource.kind == "post":
+        data.update(status=options.status, date_utc=now, modified_utc=now)
+    if options.description:
+        data["description"] = options.description
+    if resource is RESOURCES["events"]:
+        if not options.start or not options.end:
+            raise ValueError("an event needs --start and --end")
+        zone_name = options.timezone or settings.site_timezone
+        if not dates.is_valid_timezone(zone_name):
+            raise ValueError(f"unknown time zone {zone_name!r}")
+        zone = dates.zone(zone_name, settings.tz)
+        try:
+            start, end = (dates.fmt(dates.parse(v, zone)) for v in (options.start, options.end))
+        except dates.DateParseError:
+            raise ValueError("--start and --end must be dates, e.g. '2026-12-24 18:00' or 'tomorrow 8pm'") from None
+        if end < start:
+            raise ValueError("--end is before --start")
+        data.update(start_date=start, end_date=end, timezone=zone_name)
+    elif options.start or options.end:
+        raise ValueError("--start and --end are for events only")
+    content = records.dump(resource, data)
+    record, problems = records.parse(path, content)
+    if record is None or problems:  # never write a file validate would refuse
+        raise ValueError("; ".join(str(p) for p in problems) or "the record could not be written")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "xb") as handle:  # "x": never overwrite, even if the file appeared meanwhile
+        handle.write(content)
+    print(target)
+    return 0
+
+
+def cmd_import(options) -> int:
+    from calendar_service.cli import importer
+    from calendar_service.storage.store import GitStore, StoreError
+
+    settings = Settings.from_env()
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    try:
+        author = importer.parse_author(options.author) if options.author else None
+        items = importer.load(options.file)
+        result = importer.import_events(store, items, settings.tz, author=author, message=options.commit_message,
+                                        source=Path(options.file).name, progress=progress_bar)
+    except (importer.ImportFailure, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("nothing was imported", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(result.summary())
+    for singular, old, new in result.remapped[:20]:
+        print(f"  {singular} {old} is now {new} (id taken)")
+    if len(result.remapped) > 20:
+        print(f"  ... and {len(result.remapped) - 20} more (see the commit message)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    reindex = commands.add_parser("reindex", help="rebuild the search index (CALENDAR_INDEX_DIR) in full")
+    reindex.set_defaults(func=cmd_reindex)
+    imp = commands.add_parser("import", help="import events (The Events Calendar's REST API JSON) as one commit")
+    imp.add_argument("file", help="a list response ({\"events\": [...]}), an event object or a list of events")
+    imp.add_argument("--commit-message", help="default: says what was imported")
+    imp.add_argument("--author", help='commit author as "Name <email>" (default: the service identity)')
+    imp.set_defaults(func=cmd_import)
+    user = commands.add_parser("user", help="manage accounts (users file: CALENDAR_USERS_FILE)")
+    actions = user.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="create an account")
+    add.add_argument("login")
+    add.add_argument("--role", required=True, choices=ROLES)
+    add.add_argument("--email")
+    add.add_argument("--name", help="display name, used as the commit author name")
+    add.add_argument("--password", help="default: generate one and print it")
+    actions.add_parser("list", help="list accounts")
+    remove = actions.add_parser("remove", help="delete an account")
+    remove.add_argument("login")
+    passwd = actions.add_parser("passwd", help="replace all of an account's passwords by one")
+    passwd.add_argument("login")
+    passwd.add_argument("--password")
+    token = actions.add_parser("token", help="issue one more application password")
+    token.add_argument("login")
+    token.add_argument("--label", default="token")
+    revoke = actions.add_parser("revoke", help="revoke one application password")
+    revoke.add_argument("login")
+    revoke.add_argument("token_id")
+    user.set_defaults(func=cmd_user)
+    trash = commands.add_parser("trash", help="list or empty the trash (trashed events, venues, organizers)")
+    trash_actions = trash.add_subparsers(dest="action", required=True)
+    for name, text in (("list", "list trashed records"),
+                       ("empty", "delete trashed records for good in one commit (git history keeps them)")):
+        action = trash_actions.add_parser(name, help=text)
+        action.add_argument("--type", choices=("events", "venues", "organizers"), help="only this kind of record")
+        action.add_argument("--older-than", type=float, metavar="DAYS", help="only records trashed this long ago")
+        if name == "empty":
+            action.add_argument("--user", required=True, help="the account (editor or administrator) the commit "
+                                                              "is authored by")
+            action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    trash.set_defaults(func=cmd_trash)
+
+    validate = commands.add_parser("validate", help="check the content files as the service reads them")
+    validate.add_argument("content_dir", nargs="?", help="default: CALENDAR_CONTENT_DIR")
+    validate.add_argument("--allow-warnings", action="store_true",
+                          help="exit 0 when only warnings are found (unknown keys, slug not matching the file name)")
+    validate.set_defaults(func=cmd_validate)
+    new = commands.add_parser("new", help="write a new record file (not committed)")
+    new.add_argument("kind", choices=[r.singular for r in RESOURCES.values()])
+    new.add_argument("--title", required=True, help="title (events), name (venues, organizers, terms)")
+    new.add_argument("--start", help="event start, in the event's time zone")
+    new.add_argument("--end", help="event end, in the event's time zone")
+    new.add_argument("--timezone", help="event time zone (default: CALENDAR_TIMEZONE)")
+    new.add_argument("--slug", help="default: made from the title")
+    new.add_argument("--status", default="publish", choices=("publish", "draft", "pending", "private"))
+    new.add_argument("--description")
+    new.add_argument("--dir", help="content directory (default: CALENDAR_CONTENT_DIR)")
+    new.set_defaults(func=cmd_new)
+    return parser
+
+
+def main(argv=None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        return options.func(options)
+    except (AccountError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
