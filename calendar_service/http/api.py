@@ -31,7 +31,8 @@ from calendar_service.errors import ApiError
 from calendar_service.http.params import CheckContext, CHECKS, Invalid, check_text, coerce, depth, php_nested
 from calendar_service.http.presenters import Presenter, Urls
 from calendar_service.domain.records import Record
-from calendar_service.domain.resources import EVENTS, NO_DEFAULT, ORGANIZERS, VENUES, Resource
+from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resource
+from calendar_service.http.arguments import NO_DEFAULT
 from calendar_service.http.routes import NAMESPACE, Endpoint, Route, match
 from calendar_service.service.calendar import CalendarService
 

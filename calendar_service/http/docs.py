@@ -16,7 +16,8 @@ import re
 from calendar_service.http.i18n import N_, gettext
 from calendar_service.http.params import ORDERBY
 from calendar_service.http.presenters import Urls
-from calendar_service.domain.resources import ICAL, NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
+from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
+from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
 from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
@@ -257,7 +258,7 @@ def _is_list(schema: dict) -> bool:
 
 for _resource, _schema_name in _LINKED_NEW.items():
     SCHEMAS[_schema_name] = {"type": "object", "properties": {
-        "id": _ID, **{a.name: _body_schema(a) for a in RESOURCES[_resource].create_args}}}
+        "id": _ID, **{a.name: _body_schema(a) for a in create_args(RESOURCES[_resource])}}}
 
 
 # ----------------------------------------------------------------------------- /doc: operations

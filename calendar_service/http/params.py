@@ -3,7 +3,7 @@
 Parameters come from the JSON body, the form body, the query string and the path (the path
 wins: a body cannot redirect a write to another record). Bracketed names
 (``venue[venue]=X``, ``organizer[0][organizer]=A``, ``status[]=draft``) build nested
-values as PHP does. Each argument's ``check`` (see ``resources.Arg``) validates and
+values as PHP does. Each argument's ``check`` (see ``arguments.Arg``) validates and
 sanitizes it; a failing check makes a 400 ``rest_invalid_param`` naming every bad
 parameter, before any permission check.
 """
@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 from calendar_service.domain import dates
 from calendar_service.auth.accounts import User
 from calendar_service.storage.catalog import Snapshot
-from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES
+from calendar_service.http.arguments import Arg, create_args
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 
 MAX_DEPTH = 8
@@ -414,7 +415,7 @@ def _linked(resource):
         for item in items:
             if not isinstance(item, dict):
                 continue
-            for nested in resource.create_args:
+            for nested in create_args(resource):
                 if item.get(nested.name) is None:
                     continue
                 try:

@@ -794,7 +794,7 @@ class CalendarService:
                 ids.append(created)
                 continue
             record_id = plan.new_id(resource)
-            allowed = {a.name for a in resource.create_args}
+            allowed = set(resource.input_keys)
             nested_args = {k: v for k, v in item.items() if k in allowed}
             data = self._apply(plan, resource, {"id": record_id}, nested_args, user, creating=True)
             plan.put(resource, data)
