@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from calendar_service.domain import dates
+from calendar_service.domain.booleans import LENIENT, WORDPRESS_REST, parse_bool
 from calendar_service.auth.accounts import User
 from calendar_service.storage.catalog import Snapshot
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES
@@ -161,18 +162,11 @@ def as_list(value) -> list:
 
 # ----------------------------------------------------------------------------- type coercion
 
-TRUE = {"true", "1", "yes", "on"}
-FALSE = {"false", "0", "no", "off", ""}
-
-
 def to_bool(value, name: str) -> bool:
     """WordPress' boolean type: true/false, "true"/"false", "1"/"0", 1/0."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
+    parsed = parse_bool(value, WORDPRESS_REST) if isinstance(value, (int, str)) else None
+    if parsed is not None:
+        return parsed
     message = f"{name} is not of type boolean."
     raise Invalid(message, {"code": "rest_invalid_type", "message": message, "data": {"param": name}})
 
@@ -234,7 +228,7 @@ def _strict_dates(value, ctx, arg):
     text = str(value).strip() if not isinstance(value, bool) else ("1" if value else "0")
     if text in ("", "0"):
         raise Invalid()
-    return text.lower() in TRUE
+    return parse_bool(text, LENIENT) is True
 
 
 def _nonempty(value, ctx, arg):
@@ -339,14 +333,10 @@ def _event_id(value, ctx, arg):
 
 
 def _boolean_like(value, ctx, arg):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in TRUE:
-        return True
-    if text in FALSE:
-        return False
-    raise Invalid()
+    parsed = parse_bool(value, LENIENT)
+    if parsed is None:
+        raise Invalid()
+    return parsed
 
 
 def _user_id(value, ctx, arg):
