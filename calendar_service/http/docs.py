@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
+from calendar_service.domain.booleans import LENIENT
 from calendar_service.http.i18n import N_, gettext
 from calendar_service.http.params import ORDERBY
 from calendar_service.http.presenters import Urls
@@ -51,7 +52,7 @@ def _arg_schema(arg: Arg, language: str) -> dict:
 
 
 def namespace_index(urls: Urls, language: str = "en") -> dict:
-    """``GET /calendar/events/v1``: every route with its methods and arguments (BEHAVIOR.md 14).
+    """``GET /calendar/events/v1``: every route with its methods and arguments, as WordPress lists a namespace.
 
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """
@@ -174,7 +175,7 @@ _ID = {"type": "integer", "minimum": 0}
 _POSITIVE = {"type": "integer", "minimum": 1, "maximum": 999999999}
 _NONEMPTY = {"type": "string", "minLength": 1}
 _ID_OR_SLUG = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
-_BOOLEAN_WORDS = {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off", ""]}
+_BOOLEAN_WORDS = {"type": "string", "enum": LENIENT.all()}
 _SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}]}
 
 
@@ -374,7 +375,7 @@ def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, lang
 
 
 def openapi(urls: Urls, language: str = "en") -> dict:
-    """``GET /doc``: an OpenAPI 3.0 description of every route (BEHAVIOR.md 13), in ``language``.
+    """``GET /doc``: an OpenAPI 3.0 description of every route, in ``language``.
 
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """

@@ -2,7 +2,7 @@
 
 One table serves the dispatcher, the namespace index and /doc, so the three never
 disagree. Paths are WordPress-style patterns relative to the namespace, in the order the
-original registers them (BEHAVIOR.md section 2).
+original registers them (the namespace index lists them in this order).
 """
 from __future__ import annotations
 
