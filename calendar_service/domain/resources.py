@@ -46,6 +46,13 @@ class Resource:
         return self.name
 
     @property
+    def text_keys(self) -> tuple[str, ...]:
+        """The plain-text keys other than the title, slug, status and password, in file order (a
+        venue's address parts, phone and website; an organizer's phone, website and e-mail)."""
+        skip = (self.title_key, "slug", "status", "password")
+        return tuple(k for k in self.file_keys if self.types.get(k) == "str" and k not in skip)
+
+    @property
     def input_keys(self) -> tuple[str, ...]:
         """The keys a client may give when creating a record: the file keys the service does not
         manage, the body key, and for posts ``date`` (the local publication date, stored as ``date_utc``)."""
