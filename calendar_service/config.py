@@ -11,9 +11,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from calendar_service.domain.booleans import LENIENT, parse_bool
+
 
 def _bool(value: str) -> bool:
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    return parse_bool(value, LENIENT) is True
 
 
 def _list(value: str) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ import pytest
 
 from calendar_service.domain.records import is_safe_slug
 from calendar_service.domain.resources import RESOURCES
+from calendar_service.http.arguments import create_args
 from calendar_service.http.routes import ROUTES
 from conftest import API, Client
 
@@ -168,7 +169,7 @@ def test_wrong_types_in_every_field_of_every_write_route(app, repo, world):
                 n += 1
                 base = valid_body(resource, n) if method == "post" else {}
                 checker.send(method, path, f"{arg}={value!r:.60}", json={**base, arg: value})
-        text_fields = [a.name for a in RESOURCES[resource].create_args if a.type == "string" or a.check in (
+        text_fields = [a.name for a in create_args(RESOURCES[resource]) if a.type == "string" or a.check in (
             "string_or_empty", "nonempty")]
         for i, value in enumerate(TEXT_VALUES):
             method, path, args = variants[i % len(variants)]

@@ -28,7 +28,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 ROLES = ("administrator", "editor", "author", "contributor", "subscriber")
 
-# Capabilities per role (BEHAVIOR.md 1.4), the same on events, venues and organizers.
+# Capabilities per role, as WordPress grants them, the same on events, venues and organizers.
 CAPABILITIES = {
     "administrator": {"edit_posts", "publish_posts", "edit_others_posts", "edit_published_posts", "delete_posts",
                       "delete_others_posts", "delete_published_posts", "read_private_posts", "manage_categories",

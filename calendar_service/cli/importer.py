@@ -32,16 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calendar_service.domain import dates
+from calendar_service.domain.booleans import YES_NO, parse_bool
 from calendar_service.domain import records
 from calendar_service.domain import text
 from calendar_service.storage.catalog import Catalog, Snapshot
-from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, TAGS, VENUES, Resource
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, RESOURCES, TAGS, VENUES, Resource
 from calendar_service.storage.store import GitStore
 
 _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 _FLAGS = ("hide_from_listings", "sticky", "featured")
-_VENUE_TEXT = ("address", "city", "country", "province", "state", "zip", "phone", "stateprovince", "website")
-_ORGANIZER_TEXT = ("phone", "website", "email")
 
 
 class ImportFailure(ValueError):
@@ -158,8 +157,9 @@ def _bool(value, key: str) -> bool | None:
         return None
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, str)) and str(value).strip().lower() in ("1", "0", "true", "false", "yes", "no"):
-        return str(value).strip().lower() in ("1", "true", "yes")
+    parsed = parse_bool(value, YES_NO) if isinstance(value, (int, str)) else None
+    if parsed is not None:
+        return parsed
     raise _Bad(key, f"must be true or false, got {value!r}")
 
 
@@ -233,8 +233,7 @@ class _Planner:
         self.slugs: dict[tuple, _Linked] = {}       # (resource name, ("slug", slug)) -> first with it
         self.events: list[tuple[int, dict, dict]] = []   # (index, data, refs)
         # paths in use: committed (even unreadable files) and anything in the working tree
-        self.taken_slugs: dict[str, set] = {name: set() for name in ("events", "venues", "organizers",
-                                                                      "categories", "tags")}
+        self.taken_slugs: dict[str, set] = {resource.folder: set() for resource in RESOURCES.values()}
         for path in snapshot.files:
             folder, _, name = path.partition("/")
             if folder in self.taken_slugs:
@@ -291,14 +290,14 @@ class _Planner:
             return data
         self._post_fields(data, item, key)
         if resource is VENUES:
-            for field_name in _VENUE_TEXT:
+            for field_name in VENUES.text_keys:
                 data[field_name] = _str(item.get(field_name), f"{key}.{field_name}")
             for field_name in ("show_map", "show_map_link"):
                 data[field_name] = _bool(item.get(field_name), f"{key}.{field_name}")
             for field_name in ("geo_lat", "geo_lng"):
                 data[field_name] = _float(item.get(field_name), f"{key}.{field_name}")
         else:
-            for field_name in _ORGANIZER_TEXT:
+            for field_name in ORGANIZERS.text_keys:
                 data[field_name] = _str(item.get(field_name), f"{key}.{field_name}")
         return data
 
@@ -395,10 +394,7 @@ class _Planner:
         base = wanted if records.is_safe_slug(wanted) else (text.slugify(wanted or title)
                                                              or f"{resource.singular}-{record_id}")
         taken = self.taken_slugs[resource.folder]
-        slug, n = base, 2
-        while slug in taken:
-            slug = f"{base[:180]}-{n}"
-            n += 1
+        slug = text.unique_slug(base, taken.__contains__)
         taken.add(slug)
         return slug
 
@@ -430,7 +426,7 @@ class _Planner:
                 else:
                     target["id"] = new
         out: dict[str, bytes] = {}
-        result.created = {name: 0 for name in ("events", "venues", "organizers", "categories", "tags")}
+        result.created = {name: 0 for name in RESOURCES}
         result.reused = dict(result.created)
         originals = {(l.resource.name, l.original_id): l.new_id for l in self.linked.values() if l.original_id}
         for linked in self.linked.values():
@@ -442,7 +438,7 @@ class _Planner:
             data["slug"] = self._slug(resource, data.get("slug"), data[resource.title_key], linked.new_id)
             if resource is CATEGORIES and data.get("parent"):
                 parent = data["parent"]
-                data["parent"] = originals.get(("categories", parent)) or (
+                data["parent"] = originals.get((CATEGORIES.name, parent)) or (
                     parent if self.snapshot.get(CATEGORIES, parent) is not None else None)
             out[records.path_for(resource, data["slug"])] = records.dump(resource, data)
             result.created[resource.name] += 1
@@ -451,7 +447,7 @@ class _Planner:
             for key, linked_list in refs.items():
                 data[key] = list(dict.fromkeys(l.new_id for l in linked_list)) or None
             out[records.path_for(EVENTS, data["slug"])] = records.dump(EVENTS, data)
-            result.created["events"] += 1
+            result.created[EVENTS.name] += 1
         return out
 
 

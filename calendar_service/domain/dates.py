@@ -273,10 +273,6 @@ def end_of_day(moment: datetime) -> datetime:
     return moment.replace(hour=23, minute=59, second=59, microsecond=0)
 
 
-def to_utc_string(local_text: str, tz: tzinfo) -> str:
-    return fmt(read_local(local_text, tz).astimezone(timezone.utc))
-
-
 def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 

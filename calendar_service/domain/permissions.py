@@ -1,4 +1,4 @@
-"""Who may see and change what (BEHAVIOR.md sections 1.4 and 3).
+"""Who may see and change what: WordPress' roles and capabilities, applied per record.
 
 Capabilities come from the role (``accounts.CAPABILITIES``); per-record rules follow
 WordPress' ``map_meta_cap``: changing someone else's record needs the *others*
@@ -85,7 +85,8 @@ def listable(user: User | None, record: Record, statuses) -> bool:
 
 
 def scale_status(requested: str | None, user: User | None, current: str | None = None) -> str:
-    """The status a write ends with (BEHAVIOR.md 9.1): non-publishers cannot publish or schedule."""
+    """The status a write ends with: a user without ``publish_posts`` cannot publish or schedule
+    (asking for ``publish`` or ``future`` gives ``pending``)."""
     if requested is None:
         if current is not None:
             return current

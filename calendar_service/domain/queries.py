@@ -1,4 +1,4 @@
-"""List queries: which records a list request selects, in which order (BEHAVIOR.md 6-8).
+"""List queries: which records a list request selects, and in which order.
 
 Queries are plain data built by the HTTP layer from validated parameters. This module
 answers them by scanning a snapshot; the search index answers the same queries faster.

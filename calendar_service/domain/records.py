@@ -15,9 +15,10 @@ import frontmatter
 import yaml
 
 from calendar_service.domain import dates
+from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
-try:  # the C loader and dumper are five to seven times faster (see MEASURED.md)
+try:  # the C loader and dumper are five to seven times faster than the pure-Python ones
     _Loader = yaml.CSafeLoader
     _BaseDumper = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - libyaml missing
@@ -234,9 +235,10 @@ def _coerce(kind: str, value):
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        if isinstance(value, (int, str)) and str(value).strip().lower() in {"1", "0", "yes", "no", "true", "false", "on", "off", ""}:
-            return str(value).strip().lower() in {"1", "yes", "true", "on"}
-        raise TypeError
+        parsed = parse_bool(value, LENIENT) if isinstance(value, (int, str)) else None
+        if parsed is None:
+            raise TypeError
+        return parsed
     if kind == "datetime":
         value = dates.normalize_stored(value)
         if not isinstance(value, str):

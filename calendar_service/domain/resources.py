@@ -1,52 +1,23 @@
 """The five resources, described once as data.
 
 Each ``Resource`` says where its files live, which keys its files hold (in the order they
-are written, so diffs stay small), what type each key has, and which arguments its
-endpoints take. Shared code in the store, the service, the presenters and the HTTP layer
+are written, so diffs stay small), what type each key has and which of them a client may
+write: it is the only list of each resource's fields. Shared code in the store, the service, the presenters and the HTTP layer
 serves all five from these descriptions; events, venues and organizers behave like posts,
 categories and tags like terms.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from calendar_service.http.i18n import N_
-
-NO_DEFAULT = object()
 
 POST_STATUSES = ("publish", "future", "draft", "pending", "private", "trash")
 # Statuses WordPress registers besides ours; accepted in filters for compatibility.
 OTHER_REGISTERED_STATUSES = ("auto-draft", "inherit")
 
 
-@dataclass(frozen=True)
-class Arg:
-    """One argument of an endpoint, as the original registers it.
-
-    ``type``/``format``/``items``/``default``/``description``/``required`` are what the
-    index route and /doc show; ``check`` names the validator (see ``params.CHECKS``) that
-    runs when the argument is present, before any permission check.
-    """
-
-    name: str
-    description: str
-    type: str | None = None
-    format: str | None = None
-    items: str | None = None
-    default: Any = NO_DEFAULT
-    required: bool = False
-    check: str | None = None
-    location: str = "query"
-
-    def optional(self) -> "Arg":
-        return Arg(self.name, self.description, self.type, self.format, self.items,
-                   NO_DEFAULT, False, self.check, self.location)
-
-
 @dataclass(frozen=True, eq=False)
 class Resource:
-    """A kind of record: its folder, file format, keys and endpoint arguments."""
+    """A kind of record: its folder, file format and keys."""
 
     name: str                      # URL segment, folder and list key: "events"
     singular: str                  # "event"
@@ -57,9 +28,9 @@ class Resource:
     types: dict[str, str]          # key -> type, see TYPE_NAMES
     body_key: str | None = None    # key stored as the file body (events: description)
     taxonomy: str | None = None    # terms: WordPress taxonomy name
-    archive_args: tuple[Arg, ...] = ()
-    create_args: tuple[Arg, ...] = ()
     permalink: str = ""            # public page path template under the site URL
+    # file keys that are no create argument (the service sets them, or the API does not take them)
+    server_keys: tuple[str, ...] = ("id",)
 
     @property
     def id_space(self) -> str:
@@ -74,8 +45,21 @@ class Resource:
     def folder(self) -> str:
         return self.name
 
-    def update_args(self) -> tuple[Arg, ...]:
-        return tuple(a.optional() for a in self.create_args)
+    @property
+    def text_keys(self) -> tuple[str, ...]:
+        """The plain-text keys other than the title, slug, status and password, in file order (a
+        venue's address parts, phone and website; an organizer's phone, website and e-mail)."""
+        skip = (self.title_key, "slug", "status", "password")
+        return tuple(k for k in self.file_keys if self.types.get(k) == "str" and k not in skip)
+
+    @property
+    def input_keys(self) -> tuple[str, ...]:
+        """The keys a client may give when creating a record: the file keys the service does not
+        manage, the body key, and for posts ``date`` (the local publication date, stored as ``date_utc``)."""
+        keys = tuple(k for k in self.file_keys if k not in self.server_keys)
+        if self.body_key:
+            keys += (self.body_key,)
+        return (("date",) if self.kind == "post" else ()) + keys
 
 
 # Types a file value may have; the store checks them when it loads a file.
@@ -98,196 +82,8 @@ _POST_COMMON_TYPES = {
     "description": "text", "excerpt": "text", "image": "image", "password": "str",
 }
 
-# ---------------------------------------------------------------------------------------
-# Endpoint arguments (names, types, defaults and descriptions as the original registers them)
-
-PAGE = Arg("page", N_("The archive page to return"), type="integer", default=1, check="positive_int")
-
-
-# Descriptions are whole sentences marked with N_ (not assembled from parts) so that each
-# language can translate them with its own grammar.
-def _per_page(description: str) -> Arg:
-    return Arg("per_page", description, type="integer", default="10", check="positive_int")
-
-
-def _status_filter(description: str) -> Arg:
-    return Arg("status", description, format="string", check="status_filter")
-
-
-def _date(name: str, text: str) -> Arg:
-    return Arg(name, text, check="date")
-
-
-EVENT_ARCHIVE_ARGS = (
-    PAGE,
-    _per_page(N_("The number of events to return on each page")),
-    _date("start_date", N_("Events that start on the specified date")),
-    _date("end_date", N_("Events that end on the specified date")),
-    _date("starts_before", N_("Events that start before the specified date")),
-    _date("starts_after", N_("Events that start after the specified date")),
-    _date("ends_before", N_("Events that end before the specified date")),
-    _date("ends_after", N_("Events that end after the specified date")),
-    Arg("strict_dates", N_("Dates set using the start_date/end_date, starts_*/ends_* are set to start at the "
-        "specified times. The default behavior is to include the entire days."), default="false",
-        check="strict_dates"),
-    Arg("search", N_("Events should contain the specified string in the title or description"),
-        type="string", check="search"),
-    Arg("categories", N_("Events should be assigned one of the specified categories slugs or IDs"),
-        items="integer", check="category_filter"),
-    Arg("tags", N_("Events should be assigned one of the specified tags slugs or IDs"), items="integer",
-        check="tag_filter"),
-    Arg("venue", N_("Events should be assigned one of the specified venue IDs"), items="integer",
-        check="venue_filter"),
-    Arg("organizer", N_("Events should be assigned one of the specified organizer IDs"), items="integer",
-        check="organizer_filter"),
-    Arg("featured", N_("Events should be filtered by their featured status"), type="boolean"),
-    _status_filter(N_("The event post status")),
-    Arg("geoloc", N_("Events should be filtered by whether their venue has geolocation data"), type="boolean"),
-    Arg("geoloc_lat", N_("Events should be filtered by their venue latitude location, must also provide "
-        "geoloc_lng"), format="double", check="latitude"),
-    Arg("geoloc_lng", N_("Events should be filtered by their venue longitude location, must also provide "
-        "geoloc_lat"), format="double", check="longitude"),
-    Arg("include", N_("Include events with one of the post IDs specified in the array of CSV list, date "
-        "filters will be ignored."), items="integer", check="positive_int_list"),
-    Arg("post_parent", N_("Events should be filtered by their post_parent being the specified one."),
-        type="integer", check="event_id"),
-    Arg("ticketed", N_("Filter events with or without tickets."), type="boolean"),
-)
-
-# Not in the original's route table: its iCalendar export lives on the site's pages (?ical=1).
-ICAL = Arg("ical", N_("Answer in iCalendar (text/calendar, RFC 5545) instead of JSON; an Accept header "
-                      "preferring text/calendar does the same. A list then holds every matching event unless page "
-                      "or per_page is given."),
-           type="boolean")
-EVENT_ARCHIVE_ARGS += (ICAL,)
-
-EVENT_CREATE_ARGS = (
-    Arg("author", N_("The event author ID"), type="integer", check="user_id", location="body"),
-    Arg("date", N_("The event publication date"), type="string", check="date", location="body"),
-    Arg("date_utc", N_("The event publication date (UTC time zone)"), type="string", check="date", location="body"),
-    Arg("title", N_("The event title"), type="string", required=True, check="nonempty", location="body"),
-    Arg("description", N_("The event description"), type="string", check="nonempty", location="body"),
-    Arg("slug", N_("The event slug"), type="string", check="nonempty", location="body"),
-    Arg("excerpt", N_("The event excerpt"), type="string", check="nonempty", location="body"),
-    Arg("status", N_("The event post status"), type="string", check="post_status", location="body"),
-    Arg("timezone", N_("The event time zone"), type="string", check="timezone", location="body"),
-    Arg("all_day", N_("Whether the event lasts the whole day or not"), type="boolean", default=False, location="body"),
-    Arg("start_date", N_("The event start date and time"), type="string", required=True, check="date", location="body"),
-    Arg("end_date", N_("The event end date and time"), type="string", required=True, check="date", location="body"),
-    Arg("image", N_("The event featured image ID or URL"), type="string", check="image", location="body"),
-    Arg("cost", N_("The event cost"), check="cost", location="body"),
-    Arg("website", N_("The event website URL"), default=None, check="url_or_empty", location="body"),
-    Arg("show_map", N_("Whether the event should show a map or not"), type="boolean", location="body"),
-    Arg("show_map_link", N_("Whether the event should show a map link or not"), type="boolean", location="body"),
-    Arg("hide_from_listings", N_("Whether events should be hidden in the calendar view or not"), type="boolean",
-        location="body"),
-    Arg("sticky", N_("Whether the event should be sticky in the calendar view or not"), type="boolean",
-        location="body"),
-    Arg("featured", N_("Whether the event should be featured on the site or not"), type="boolean", location="body"),
-    Arg("categories", N_("The event category ID or name"), items="integer", default=None, check="term_list",
-        location="body"),
-    Arg("tags", N_("The event tag ID or name"), items="integer", default=None, check="term_list", location="body"),
-    Arg("venue", N_("The event venue IDs or data"), items="integer", default=None, check="linked_venue",
-        location="body"),
-    Arg("organizer", N_("The event organizer IDs or data"), items="integer", default=None, check="linked_organizer",
-        location="body"),
-)
-
-
-def _linked_archive_args(per_page: str, search: str, event: str, has_events: str, upcoming: str,
-                         status: str) -> tuple[Arg, ...]:
-    return (
-        PAGE,
-        _per_page(per_page),
-        Arg("search", search, type="string", check="search"),
-        Arg("event", event, type="integer", check="event_id"),
-        Arg("has_events", has_events, check="boolean_like"),
-        Arg("only_with_upcoming", upcoming, default=False, check="boolean_like"),
-        _status_filter(status),
-    )
-
-
-def _post_meta_args(author: str, date: str, date_utc: str) -> tuple[Arg, ...]:
-    return (
-        Arg("author", author, type="integer", check="user_id", location="body"),
-        Arg("date", date, type="string", check="date", location="body"),
-        Arg("date_utc", date_utc, type="string", check="date", location="body"),
-    )
-
-
-def _body(name: str, description: str, check: str | None = "string_or_empty", type: str = "string") -> Arg:
-    return Arg(name, description, type=type, default=None, check=check, location="body")
-
-
-VENUE_CREATE_ARGS = _post_meta_args(
-    N_("The venue author ID"), N_("The venue publication date"), N_("The venue publication date (UTC time zone)"),
-) + (
-    Arg("venue", N_("The venue name"), type="string", required=True, check="nonempty", location="body"),
-    _body("description", N_("The venue description")),
-    Arg("status", N_("The venue post status"), type="string", check="post_status", location="body"),
-    # The original types these as strings and answers a JSON boolean with a 400; we accept both.
-    _body("show_map", N_("Whether events linked to the venue should show a map or not"), check="boolean_like"),
-    _body("show_map_link", N_("Whether events linked to the venue should show a map link or not"),
-          check="boolean_like"),
-    _body("address", N_("The venue address")),
-    _body("city", N_("The venue city")),
-    _body("country", N_("The venue country")),
-    _body("province", N_("The venue province")),
-    _body("state", N_("The venue state")),
-    _body("zip", N_("The venue ZIP code")),
-    _body("phone", N_("The venue phone number")),
-    _body("stateprovince", N_("The venue state and province")),
-    _body("website", N_("The venue website URL"), check="url_or_empty"),
-    _body("image", N_("The venue featured image ID or URL"), check="image"),
-)
-
-ORGANIZER_CREATE_ARGS = _post_meta_args(
-    N_("The organizer author ID"), N_("The organizer publication date"),
-    N_("The organizer publication date (UTC time zone)"),
-) + (
-    Arg("organizer", N_("The organizer name"), type="string", required=True, check="nonempty", location="body"),
-    _body("description", N_("The organizer description")),
-    Arg("status", N_("The organizer post status"), type="string", check="post_status", location="body"),
-    _body("phone", N_("The organizer phone number")),
-    _body("website", N_("The organizer website"), check="url_or_empty"),
-    _body("email", N_("The organizer e-mail address")),
-    _body("image", N_("The organizer featured image ID or URL"), check="image"),
-)
-
-
-def _term_archive_args(per_page: str, taxonomy_check: str, with_parent: bool) -> tuple[Arg, ...]:
-    args = [
-        PAGE,
-        _per_page(per_page),
-        Arg("search", N_("Limit results to those matching a string"), type="string", check="search"),
-        Arg("exclude", N_("Ensure result set exclude specific IDs"), items="integer", check=taxonomy_check + "_list"),
-        Arg("include", N_("Limit result set to specific IDs"), items="integer", check=taxonomy_check + "_list"),
-        Arg("order", N_("Order sort attribute ascending or descending"), type="string", check="order"),
-        Arg("orderby", N_("Sort collection by term attribute"), type="string", check="orderby"),
-        Arg("hide_empty", N_("Whether to hide terms not assigned to any posts"), type="boolean", default="1"),
-    ]
-    if with_parent:
-        args.append(Arg("parent", N_("Limit result set to terms assigned to a specific parent"), type="integer",
-                        check="category_id"))
-    args += [
-        Arg("post", N_("Limit result set to terms assigned to a specific post"), type="integer", check="event_id"),
-        Arg("event", N_('Limit result set to terms assigned to a specific event (an alias of the "post" parameter)'),
-            type="integer", check="event_id"),
-        Arg("slug", N_("Limit result set to terms with a specific slug"), type="string", check="nonempty"),
-    ]
-    return tuple(args)
-
-
-def _term_create_args(name: str, description: str, slug: str, parent: str | None = None) -> tuple[Arg, ...]:
-    args = [
-        Arg("name", name, type="string", required=True, check="nonempty", location="body"),
-        Arg("description", description, type="string", check="nonempty", location="body"),
-        Arg("slug", slug, type="string", check="nonempty", location="body"),
-    ]
-    if parent:
-        args.append(Arg("parent", parent, type="integer", check="category_id", location="body"))
-    return tuple(args)
-
+# a venue's or organizer's slug, excerpt and password are not among its create arguments
+_LINKED_SERVER_KEYS = ("id", "slug", "modified_utc", "excerpt", "password")
 
 EVENTS = Resource(
     name="events", singular="event", kind="post", extension=".md", title_key="title",
@@ -302,8 +98,8 @@ EVENTS = Resource(
            "categories": "refs", "tags": "refs", "venue": "refs", "organizer": "refs", "post_parent": "int",
            "custom_fields": "map"},
     body_key="description",
-    archive_args=EVENT_ARCHIVE_ARGS,
-    create_args=EVENT_CREATE_ARGS,
+    server_keys=("id", "modified_utc", "currency_symbol", "currency_position", "currency_code", "post_parent",
+                 "password", "custom_fields"),
     permalink="/event/{slug}/",
 )
 
@@ -315,15 +111,8 @@ VENUES = Resource(
     types={**_POST_COMMON_TYPES, "venue": "str", "address": "str", "city": "str", "country": "str",
            "province": "str", "state": "str", "zip": "str", "phone": "str", "stateprovince": "str",
            "website": "str", "show_map": "bool", "show_map_link": "bool", "geo_lat": "float", "geo_lng": "float"},
-    archive_args=_linked_archive_args(
-        N_("The number of venues to return on each page"),
-        N_("Venues should contain the specified string in the title, description or custom fields"),
-        N_("Venues should be related to this event"),
-        N_("Venues should have events associated to them"),
-        N_("Venues should have upcoming events associated to them"),
-        N_("The venue post status")),
-    create_args=VENUE_CREATE_ARGS,
     permalink="/venue/{slug}/",
+    server_keys=_LINKED_SERVER_KEYS + ("geo_lat", "geo_lng"),
 )
 
 ORGANIZERS = Resource(
@@ -331,15 +120,8 @@ ORGANIZERS = Resource(
     file_keys=("id", "organizer", "slug", "status", "author", "date_utc", "modified_utc", "description", "excerpt",
                "phone", "website", "email", "image", "password"),
     types={**_POST_COMMON_TYPES, "organizer": "str", "phone": "str", "website": "str", "email": "str"},
-    archive_args=_linked_archive_args(
-        N_("The number of organizers to return on each page"),
-        N_("Organizers should contain the specified string in the title, description or custom fields"),
-        N_("Organizers should be related to this event"),
-        N_("Organizers should have events associated to them"),
-        N_("Organizers should have upcoming events associated to them"),
-        N_("The organizer post status")),
-    create_args=ORGANIZER_CREATE_ARGS,
     permalink="/organizer/{slug}/",
+    server_keys=_LINKED_SERVER_KEYS,
 )
 
 CATEGORIES = Resource(
@@ -347,10 +129,6 @@ CATEGORIES = Resource(
     file_keys=("id", "name", "slug", "description", "parent"),
     types={"id": "int", "name": "str", "slug": "str", "description": "text", "parent": "int"},
     taxonomy="tribe_events_cat",
-    archive_args=_term_archive_args(N_("The number of event categories to return on each page"), "category",
-                                    with_parent=True),
-    create_args=_term_create_args(N_("The event category name"), N_("The event category description"),
-                                  N_("The event category slug"), N_("The event category parent ID")),
     permalink="/events/category/{slug}/",
 )
 
@@ -359,10 +137,6 @@ TAGS = Resource(
     file_keys=("id", "name", "slug", "description"),
     types={"id": "int", "name": "str", "slug": "str", "description": "text"},
     taxonomy="post_tag",
-    archive_args=_term_archive_args(N_("The number of event tags to return on each page"), "tag",
-                                    with_parent=False),
-    create_args=_term_create_args(N_("The event tag name"), N_("The event tag description"),
-                                  N_("The event tag slug")),
     permalink="/tag/{slug}/",
 )
 
@@ -372,7 +146,3 @@ TERM_TYPES = (CATEGORIES, TAGS)
 
 # Event keys that point at other records, and the resource they point at.
 EVENT_REFERENCES = {"categories": CATEGORIES, "tags": TAGS, "venue": VENUES, "organizer": ORGANIZERS}
-
-
-def by_folder(folder: str) -> Resource | None:
-    return RESOURCES.get(folder)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from typing import Callable
 
 _BLOCK = re.compile(r"^\s*<(p|div|ul|ol|li|h[1-6]|table|thead|tbody|tr|blockquote|pre|figure|section|article|"
                     r"aside|header|footer|nav|hr|form|dl|address|details|iframe)\b", re.I)
@@ -14,6 +15,10 @@ WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in r
                               *(f"lpt{i}" for i in range(1, 10))})
 
 
+SLUG_MAX = 190        # characters of a slug (the stem of the record's file name)
+SLUG_BASE_MAX = 180   # characters of the slug kept before a "-2", "-3"... suffix
+
+
 def slugify(text: str) -> str:
     """A WordPress-like slug: ASCII letters and digits joined by hyphens (``"Jazz Night!"`` -> ``jazz-night``)."""
     text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii").lower()
@@ -21,10 +26,19 @@ def slugify(text: str) -> str:
     text = re.sub(r"&[a-z0-9#]+;", "", text)
     text = re.sub(r"[^a-z0-9_\s-]", "", text)
     text = re.sub(r"[\s_-]+", "-", text).strip("-")
-    text = text[:190].strip("-")
+    text = text[:SLUG_MAX].strip("-")
     if text in WINDOWS_RESERVED:
         text += "-1"  # the slug names a file, and Windows cannot check out a file called con.md
     return text
+
+
+def unique_slug(wanted: str, taken: Callable[[str], bool]) -> str:
+    """``wanted``, or the first of ``wanted-2``, ``wanted-3``... that is not ``taken``."""
+    slug, n = wanted, 2
+    while taken(slug):
+        slug = f"{wanted[:SLUG_BASE_MAX]}-{n}"
+        n += 1
+    return slug
 
 
 def autop(text: str | None) -> str:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import re
 
+from calendar_service.domain.booleans import LENIENT
 from calendar_service.http.i18n import N_, gettext
 from calendar_service.http.params import ORDERBY
 from calendar_service.http.presenters import Urls
-from calendar_service.domain.resources import ICAL, NO_DEFAULT, OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES, Arg
+from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
+from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
 from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
@@ -50,7 +52,7 @@ def _arg_schema(arg: Arg, language: str) -> dict:
 
 
 def namespace_index(urls: Urls, language: str = "en") -> dict:
-    """``GET /calendar/events/v1``: every route with its methods and arguments (BEHAVIOR.md 14).
+    """``GET /calendar/events/v1``: every route with its methods and arguments, as WordPress lists a namespace.
 
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """
@@ -173,7 +175,7 @@ _ID = {"type": "integer", "minimum": 0}
 _POSITIVE = {"type": "integer", "minimum": 1, "maximum": 999999999}
 _NONEMPTY = {"type": "string", "minLength": 1}
 _ID_OR_SLUG = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
-_BOOLEAN_WORDS = {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off", ""]}
+_BOOLEAN_WORDS = {"type": "string", "enum": LENIENT.all()}
 _SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}]}
 
 
@@ -257,7 +259,7 @@ def _is_list(schema: dict) -> bool:
 
 for _resource, _schema_name in _LINKED_NEW.items():
     SCHEMAS[_schema_name] = {"type": "object", "properties": {
-        "id": _ID, **{a.name: _body_schema(a) for a in RESOURCES[_resource].create_args}}}
+        "id": _ID, **{a.name: _body_schema(a) for a in create_args(RESOURCES[_resource])}}}
 
 
 # ----------------------------------------------------------------------------- /doc: operations
@@ -373,7 +375,7 @@ def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, lang
 
 
 def openapi(urls: Urls, language: str = "en") -> dict:
-    """``GET /doc``: an OpenAPI 3.0 description of every route (BEHAVIOR.md 13), in ``language``.
+    """``GET /doc``: an OpenAPI 3.0 description of every route, in ``language``.
 
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """

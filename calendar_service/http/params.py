@@ -3,7 +3,7 @@
 Parameters come from the JSON body, the form body, the query string and the path (the path
 wins: a body cannot redirect a write to another record). Bracketed names
 (``venue[venue]=X``, ``organizer[0][organizer]=A``, ``status[]=draft``) build nested
-values as PHP does. Each argument's ``check`` (see ``resources.Arg``) validates and
+values as PHP does. Each argument's ``check`` (see ``arguments.Arg``) validates and
 sanitizes it; a failing check makes a 400 ``rest_invalid_param`` naming every bad
 parameter, before any permission check.
 """
@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from calendar_service.domain import dates
+from calendar_service.domain.booleans import LENIENT, WORDPRESS_REST, parse_bool
 from calendar_service.auth.accounts import User
 from calendar_service.storage.catalog import Snapshot
-from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES
+from calendar_service.http.arguments import Arg, create_args
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 
 MAX_DEPTH = 8
@@ -160,18 +162,11 @@ def as_list(value) -> list:
 
 # ----------------------------------------------------------------------------- type coercion
 
-TRUE = {"true", "1", "yes", "on"}
-FALSE = {"false", "0", "no", "off", ""}
-
-
 def to_bool(value, name: str) -> bool:
     """WordPress' boolean type: true/false, "true"/"false", "1"/"0", 1/0."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
+    parsed = parse_bool(value, WORDPRESS_REST) if isinstance(value, (int, str)) else None
+    if parsed is not None:
+        return parsed
     message = f"{name} is not of type boolean."
     raise Invalid(message, {"code": "rest_invalid_type", "message": message, "data": {"param": name}})
 
@@ -233,7 +228,7 @@ def _strict_dates(value, ctx, arg):
     text = str(value).strip() if not isinstance(value, bool) else ("1" if value else "0")
     if text in ("", "0"):
         raise Invalid()
-    return text.lower() in TRUE
+    return parse_bool(text, LENIENT) is True
 
 
 def _nonempty(value, ctx, arg):
@@ -338,14 +333,10 @@ def _event_id(value, ctx, arg):
 
 
 def _boolean_like(value, ctx, arg):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in TRUE:
-        return True
-    if text in FALSE:
-        return False
-    raise Invalid()
+    parsed = parse_bool(value, LENIENT)
+    if parsed is None:
+        raise Invalid()
+    return parsed
 
 
 def _user_id(value, ctx, arg):
@@ -414,7 +405,7 @@ def _linked(resource):
         for item in items:
             if not isinstance(item, dict):
                 continue
-            for nested in resource.create_args:
+            for nested in create_args(resource):
                 if item.get(nested.name) is None:
                     continue
                 try:

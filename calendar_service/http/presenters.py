@@ -1,4 +1,4 @@
-"""The JSON shapes of the original API, built from records (BEHAVIOR.md section 4).
+"""The JSON shapes of the original API (events, venues, organizers, terms), built from records.
 
 Key order, key presence and value types follow the original exactly: events always carry
 every key; venues and organizers drop empty values; terms come in two flavours (as served
@@ -39,7 +39,7 @@ class Urls:
         return f"{self.host_path}?id={record_id}"
 
 
-# BEHAVIOR.md 12: what a password-protected record shows to someone without its password.
+# What a password-protected record shows to someone without its password (as WordPress blanks it).
 # Only keys present are replaced, also inside embedded objects.
 _BLANKED = {
     "description": "", "excerpt": "", "image": False, "all_day": None, "cost": "",

@@ -2,7 +2,7 @@
 
 One table serves the dispatcher, the namespace index and /doc, so the three never
 disagree. Paths are WordPress-style patterns relative to the namespace, in the order the
-original registers them (BEHAVIOR.md section 2).
+original registers them (the namespace index lists them in this order).
 """
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 
 from calendar_service.http.i18n import LANGUAGES, N_
-from calendar_service.domain.resources import EVENTS, ICAL, POST_TYPES, TERM_TYPES, Arg, Resource
+from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
+from calendar_service.http.arguments import ICAL, Arg, archive_args, create_args, update_args
 
 NAMESPACE = "calendar/events/v1"
 EDIT = ("POST", "PUT", "PATCH")
@@ -167,34 +168,34 @@ def build_routes() -> tuple[Route, ...]:
         # event is unlocked and its password set the same way whichever route names it
         slug = (_slug_arg(resource),) + extra
         as_ical = (ICAL,) if resource is EVENTS else ()
-        update_args = tuple(a for a in resource.update_args() if a.name != "slug")
+        by_slug_update_args = tuple(a for a in update_args(resource) if a.name != "slug")
         routes += [
             Route(f"/{resource.name}", (
-                Endpoint(("GET",), "archive", resource.archive_args),
-                Endpoint(("POST",), "create", resource.create_args + ((NEW_PASSWORD,) if extra else ()), "create"),
+                Endpoint(("GET",), "archive", archive_args(resource)),
+                Endpoint(("POST",), "create", create_args(resource) + ((NEW_PASSWORD,) if extra else ()), "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
                 Endpoint(("GET",), "single", ident + as_ical),
                 Endpoint(("DELETE",), "delete", ident, "delete"),
-                Endpoint(EDIT, "update", ident + resource.update_args(), "edit"),
+                Endpoint(EDIT, "update", ident + update_args(resource), "edit"),
             ), resource),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
                 Endpoint(("GET",), "single", slug + as_ical),
                 Endpoint(("DELETE",), "delete", slug, "delete"),
                 # the path's slug names the record; renaming goes through the id route
-                Endpoint(EDIT, "update", slug + update_args, "edit"),
+                Endpoint(EDIT, "update", slug + by_slug_update_args, "edit"),
             ), resource),
         ]
     for resource in TERM_TYPES:
         ident = (_id_arg(resource),)
         routes += [
             Route(f"/{resource.name}", (
-                Endpoint(("GET",), "archive", resource.archive_args),
-                Endpoint(("POST",), "create", resource.create_args, "create"),
+                Endpoint(("GET",), "archive", archive_args(resource)),
+                Endpoint(("POST",), "create", create_args(resource), "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
                 Endpoint(("GET",), "single", ident),
-                Endpoint(EDIT, "update", ident + resource.update_args(), "edit"),
+                Endpoint(EDIT, "update", ident + update_args(resource), "edit"),
                 Endpoint(("DELETE",), "delete", ident, "delete"),
             ), resource),
         ]

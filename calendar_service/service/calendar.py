@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 
 from calendar_service.domain import dates
+from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service import errors
 from calendar_service.domain import permissions
 from calendar_service.domain import queries
@@ -714,7 +715,7 @@ class CalendarService:
                 data[key] = str(args[key]).strip() or None
         for key in ("show_map", "show_map_link"):
             if args.get(key) is not None:
-                data[key] = args[key] is True or str(args[key]).strip().lower() in ("1", "true", "yes", "on")
+                data[key] = parse_bool(args[key], LENIENT) is True
             elif creating:
                 data[key] = True
         located = any(args.get(k) is not None for k in ("state", "province", "country"))
@@ -794,7 +795,7 @@ class CalendarService:
                 ids.append(created)
                 continue
             record_id = plan.new_id(resource)
-            allowed = {a.name for a in resource.create_args}
+            allowed = set(resource.input_keys)
             nested_args = {k: v for k, v in item.items() if k in allowed}
             data = self._apply(plan, resource, {"id": record_id}, nested_args, user, creating=True)
             plan.put(resource, data)

@@ -1,0 +1,68 @@
+"""One request on its way through the pipeline, and the JSON answer."""
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import dataclass, field
+
+from flask import Response, current_app
+
+from calendar_service.auth.accounts import User
+from calendar_service.domain import permissions
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import Resource
+from calendar_service.http import i18n
+from calendar_service.http.presenters import Presenter, Urls
+from calendar_service.http.routes import Endpoint, Route
+from calendar_service.service.calendar import CalendarService
+
+
+@dataclass
+class Call:
+    """One request on its way through the pipeline."""
+
+    route: Route
+    endpoint: Endpoint
+    service: CalendarService
+    user: User | None
+    args: dict
+    present: set
+    urls: Urls
+    snapshot: object
+    raw: dict = field(default_factory=dict)
+    record: Record | None = None
+    headers: dict = field(default_factory=dict)
+    language: str = i18n.DEFAULT  # of descriptions (index, /doc); data is the same in every language
+
+    @property
+    def resource(self) -> Resource:
+        return self.route.resource
+
+    def unlocked(self, record: Record) -> bool:
+        """Whether this caller may see a password-protected ``record`` in full."""
+        secret = record.data.get("password")
+        if not secret:
+            return True
+        given = self.raw.get("password")
+        if isinstance(given, str) and hmac.compare_digest(given.encode(), str(secret).encode()):
+            return True
+        return permissions.can_edit(self.user, record)
+
+    def presenter(self, after_write: bool = False) -> Presenter:
+        """Objects of the request's snapshot (one commit for the whole read), or of the branch
+        head after this request's write."""
+        snapshot = self.service.snapshot() if after_write else self.snapshot
+        return Presenter(snapshot, self.urls, self.service.site_tz, self.unlocked)
+
+
+def service() -> CalendarService:
+    return current_app.extensions["calendar"]
+
+
+def encode_json(body) -> str:
+    """The exact text of a JSON response body (ETags are computed from it)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_response(body, status: int = 200) -> Response:
+    return Response(encode_json(body), status=status, headers={"Content-Type": "application/json; charset=UTF-8"})

@@ -1,0 +1,72 @@
+"""Single-record routes: read (JSON with an ETag, or iCalendar), create, update, delete."""
+from __future__ import annotations
+
+from flask import Response, request
+
+from calendar_service import errors
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import EVENTS
+from calendar_service.http import ical
+from calendar_service.http.call import Call, encode_json
+from calendar_service.http.etags import etag, if_match, matches
+from calendar_service.http.handlers.events import ical_response, wants_ical
+
+
+def event_record(call: Call) -> Record:
+    """The event an id route names: 404 when no record has the id, 400 when it is not an event."""
+    record = call.record
+    if record is None:
+        raise errors.plugin_error("rest-event-not-found", id=call.args.get("id"))
+    if record.resource is not EVENTS:
+        raise errors.plugin_error("rest-invalid-event-id", id=record.id)
+    return record
+
+
+def target(call: Call) -> Record:
+    if call.resource is EVENTS:
+        return event_record(call)
+    return call.record
+
+
+def handle_single(call: Call):
+    record = target(call)
+    call.service.check_readable(record, call.user)
+    if record.resource is EVENTS:
+        _check_event_password(call, record)
+        if wants_ical(call):
+            feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked).feed([record])
+            return ical_response(feed, f"{record.slug}.ics")
+    body = call.presenter().present(record, single=True)
+    text = encode_json(body)
+    tag = etag(text)
+    if matches(request.headers.get("If-None-Match"), tag, weak=True):
+        return Response(status=304, headers={"ETag": tag})
+    response = Response(text, status=200, headers={"Content-Type": "application/json; charset=UTF-8", "ETag": tag})
+    return response
+
+
+def _check_event_password(call: Call, record: Record) -> None:
+    """A protected event's single read needs its password (compared in constant time)."""
+    if not call.unlocked(record):
+        raise errors.plugin_error("event-password-protected")
+
+
+def handle_create(call: Call):
+    record, status = call.service.create(call.resource, call.args, call.user)
+    return call.presenter(after_write=True).present(record), status
+
+
+def handle_update(call: Call):
+    record = target(call)
+    updated = call.service.update(record, call.args, call.user, precondition=if_match(call, record))
+    return call.presenter(after_write=True).present(updated), 200
+
+
+def handle_delete(call: Call):
+    record = target(call)
+    if record.resource.kind == "term":
+        before = call.presenter().present(record)
+        call.service.delete(record, call.user, precondition=if_match(call, record))
+        return before, 200
+    deleted = call.service.delete(record, call.user, precondition=if_match(call, record))
+    return call.presenter(after_write=True).present(deleted), 200
