@@ -32,19 +32,35 @@ def blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or a new file in ``folder`` durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_atomically(target: Path, data: bytes, mode: int, prefix: str) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename,
-    so a reader (or a killed process) sees the old file or the new one, never a part."""
+    """Write ``data`` to ``target`` through a temporary file in the same folder, flushed to disk,
+    then a rename and an fsync of the folder: a reader, a killed process or a power cut sees
+    the old file or the new one, never a part."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    fsync_folder(target.parent)
 
 
 def ident(name: str, email: str, when: int) -> str:
