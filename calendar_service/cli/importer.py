@@ -34,7 +34,8 @@ from pathlib import Path
 from calendar_service.domain import dates
 from calendar_service.domain import records
 from calendar_service.domain import text
-from calendar_service.storage.catalog import Catalog, Snapshot
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, TAGS, VENUES, Resource
 from calendar_service.storage.store import GitStore
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from calendar_service.domain import dates
 from calendar_service.auth.accounts import User
-from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES, Arg
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 

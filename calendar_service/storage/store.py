@@ -24,14 +24,18 @@ import threading
 from pathlib import Path
 
 from calendar_service.storage.bulk import BulkWriter
-from calendar_service.storage.errors import (BranchMoved, PushRejected, RemoteError, RemoteRefused,  # noqa: F401
+from calendar_service.storage.errors import (BranchMoved, PushRejected, RemoteError, RemoteRefused,
                                              RemoteUnavailable, StoreError)
-from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, ZERO, Git  # noqa: F401
+from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, ZERO, Git
 from calendar_service.storage.history import History
-from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically  # noqa: F401
+from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
 from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery
-from calendar_service.storage.remote import Follower, PullResult, Remote  # noqa: F401
+from calendar_service.storage.remote import Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
+
+# what callers import from here (the store's one public module)
+__all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "RemoteError", "RemoteUnavailable", "RemoteRefused",
+           "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
 
 DEFAULT_COMMITTER = ("Calendar Service", "calendar-service@localhost")
 WRITE_LOCK_MODE = 0o600
