@@ -24,6 +24,7 @@ def ref_term(ref) -> str:
 
 
 def _event_refs(event: Record):
+    """(key, reference term) of every reference an event file makes."""
     for key in REF_KEYS:
         for ref in event.data.get(key) or []:
             if isinstance(ref, (int, str)) and str(ref):
@@ -44,6 +45,7 @@ class Snapshot:
     # ------------------------------------------------------------------------- building
 
     def _build(self) -> None:
+        """Build the maps from every file; a record whose id or slug is taken becomes a problem."""
         self.by_id: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
         self.by_slug: dict[str, dict[str, Record]] = {name: {} for name in RESOURCES}
         self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
@@ -88,6 +90,7 @@ class Snapshot:
         return True
 
     def _conflict(self, record: Record) -> str | None:
+        """Why ``record`` cannot be added (its id or slug is taken), or None."""
         other = self.ids[record.resource.id_space].get(record.id)
         if other is not None:
             return f"id {record.id} is already used by {other.path}"
@@ -97,6 +100,7 @@ class Snapshot:
         return None
 
     def _add(self, record: Record) -> None:
+        """Enter ``record`` in the maps (and its references, for an event)."""
         resource = record.resource
         self.ids[resource.id_space][record.id] = record
         self.by_id[resource.name][record.id] = record
@@ -109,6 +113,7 @@ class Snapshot:
                     self._set(self.published_refs, (key, term)).add(record.id)
 
     def _remove(self, record: Record) -> None:
+        """Take ``record`` out of the maps (when it is the one there)."""
         resource = record.resource
         if self.by_id[resource.name].get(record.id) is not record:
             return
@@ -134,20 +139,25 @@ class Snapshot:
 
     @cached_property
     def problems(self) -> list[Problem]:
+        """The problems of every file (by path), then the id and slug conflicts."""
         found = [p for path in sorted(self.files) for p in self.files[path][2]]
         return found + self._conflicts
 
     def get(self, resource: Resource, record_id: int) -> Record | None:
+        """The record of ``resource`` with this id, or None."""
         return self.by_id[resource.name].get(record_id)
 
     def get_slug(self, resource: Resource, slug: str) -> Record | None:
+        """The record of ``resource`` with this slug, or None."""
         return self.by_slug[resource.name].get(slug)
 
     def all(self, resource: Resource) -> list[Record]:
+        """Every record of ``resource``."""
         return list(self.by_id[resource.name].values())
 
     def resolve(self, resource: Resource, ref) -> Record | None:
-        """A reference written in an event file (an id, or a slug written by an editor)."""
+        """The record a reference written in an event file (an id, or a slug written by an editor)
+        points at, or None."""
         if isinstance(ref, int):
             return self.by_id[resource.name].get(ref)
         if isinstance(ref, str):
@@ -168,6 +178,7 @@ class Snapshot:
         return found
 
     def _referencing_ids(self, index: dict, key: str, target: Record) -> set[int]:
+        """Ids of the events of ``index`` whose ``key`` names ``target`` by id or by slug."""
         by_id = index.get((key, f"#{target.id}"), set())
         by_slug = index.get((key, f"s:{target.slug}"))
         return by_id | by_slug if by_slug else by_id
@@ -206,4 +217,5 @@ class Snapshot:
         return found
 
     def next_id(self, resource: Resource) -> int:
+        """The id a new record of ``resource`` gets: one above the highest of its id space."""
         return max(self.ids[resource.id_space], default=0) + 1

@@ -25,6 +25,13 @@ from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
 
+CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
+CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files had to be parsed
+PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
+# the modules that decide what a parsed record holds: a cache written by other code is ignored
+PARSING_MODULES = ("records.py", "resources.py", "dates.py")
+
+
 def load_directory(root) -> Snapshot:
     """The records of the files in a directory's working tree (not git), as the service would
     load them: each file parsed by ``records.parse``, ids and slugs checked by the snapshot.
@@ -51,12 +58,6 @@ def load_directory(root) -> Snapshot:
     return Snapshot(None, files)
 
 
-CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
-PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
-# the modules that decide what a parsed record holds: a cache written by other code is ignored
-PARSING_MODULES = ("records.py", "resources.py", "dates.py")
-
-
 @functools.cache
 def cache_version() -> str:
     """A hash of the code that parses record files, computed once when first needed."""
@@ -80,6 +81,7 @@ class _CacheUnpickler(pickle.Unpickler):
                ("datetime", "timedelta")}
 
     def find_class(self, module, name):
+        """The allowed class; raises UnpicklingError for anything else."""
         if (module, name) in self.ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
@@ -116,6 +118,7 @@ class Catalog:
         return {}
 
     def _write_cache(self, snapshot: "Snapshot") -> None:
+        """Save the parsed records of ``snapshot`` (best effort: a failure is only logged)."""
         files = {path: (blob, record.data if record is not None else None,
                         tuple((p.path, p.line, p.message, p.severity) for p in problems))
                  for path, (blob, record, problems) in snapshot.files.items()}
@@ -157,6 +160,8 @@ class Catalog:
         return past
 
     def _advance(self, previous: Snapshot, head: str | None) -> Snapshot:
+        """The snapshot of ``head`` built from ``previous`` (reading only the files that differ),
+        or from the records cache and a full listing when ``previous`` has no commit."""
         if head is None:
             return Snapshot(None, {})
         cached: dict = {}
@@ -194,7 +199,7 @@ class Catalog:
         if previous.commit is None:
             snapshot = Snapshot(head, files)
             parsed = len(changed) - len(hits)
-            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // 10:
+            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot

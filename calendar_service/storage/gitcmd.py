@@ -12,7 +12,8 @@ from calendar_service.storage.errors import StoreError
 CONTENT_FOLDERS = tuple(RESOURCES)
 ZERO = "0" * 40                                           # git's "no commit" in update-ref and raw diffs
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
-SHA = re.compile(r"^[0-9a-f]{40}$")
+SHA_LENGTH = 40                                           # hex digits of an object id
+SHA = re.compile(r"^[0-9a-f]{%d}$" % SHA_LENGTH)
 # git lists paths on its command line; past this many, list the whole tree and filter instead
 MAX_PATH_ARGUMENTS = 500
 

@@ -108,6 +108,7 @@ class Tree:
         return cls(keys, entries)
 
     def copy(self) -> "Tree":
+        """A copy that can be changed without changing this tree."""
         return Tree(list(self.keys), list(self.entries))
 
     @staticmethod
@@ -161,6 +162,7 @@ class ObjectStore:
         return self._open().odb.stream(sha).read()
 
     def _open(self) -> git.Repo:
+        """GitPython's Repo, opened on first use."""
         if self._repo is None:
             self._repo = git.Repo(self.root)
         return self._repo
@@ -181,6 +183,7 @@ class ObjectStore:
         return bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
 
     def _tree(self, tree_sha: bytes) -> Tree:
+        """The parsed tree ``tree_sha`` (from the cache when recently used)."""
         tree = self._trees.get(tree_sha)
         if tree is None:
             tree = Tree.parse(self.read(tree_sha))
@@ -188,6 +191,7 @@ class ObjectStore:
         return tree
 
     def _remember(self, tree_sha: bytes, tree: Tree) -> None:
+        """Cache a parsed tree, dropping the oldest past TREE_CACHE_SIZE."""
         if len(self._trees) >= TREE_CACHE_SIZE:
             self._trees.pop(next(iter(self._trees)))
         self._trees[tree_sha] = tree

@@ -13,6 +13,8 @@ LOG_FIELDS = 5  # commit, author name, author e-mail, author date, message
 
 
 class LsEntry(NamedTuple):
+    """One entry of ``git ls-tree``."""
+
     path: str
     mode: int
     kind: str   # "blob", "tree" or "commit" (a submodule)
@@ -20,6 +22,8 @@ class LsEntry(NamedTuple):
 
 
 class RawChange(NamedTuple):
+    """One changed path of a raw diff (``diff-tree --raw`` or ``log --raw``)."""
+
     path: str
     old_mode: int
     new_mode: int
@@ -29,6 +33,7 @@ class RawChange(NamedTuple):
 
 
 def _path(raw: bytes) -> str:
+    """A path as git wrote it; bytes that are not UTF-8 survive as surrogates."""
     return raw.decode("utf-8", "surrogateescape")
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from calendar_service.storage.bulk import BulkWriter
 from calendar_service.storage.errors import (BranchMoved, PushRejected, RemoteError, RemoteRefused,
                                              RemoteUnavailable, StoreError)
-from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, ZERO, Git
+from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SHA_LENGTH, ZERO, Git
 from calendar_service.storage.history import History
 from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
 from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery
@@ -72,6 +72,7 @@ class GitStore:
 
     @property
     def git_dir(self) -> Path:
+        """The repository's git directory."""
         return self.root / ".git"
 
     def exists(self) -> bool:
@@ -109,8 +110,8 @@ class GitStore:
             pass
         try:
             for line in (self.git_dir / "packed-refs").read_text().splitlines():
-                if line.endswith(" " + ref) and SHA.match(line[:40]):
-                    return line[:40]
+                if line.endswith(" " + ref) and SHA.match(line[:SHA_LENGTH]):
+                    return line[:SHA_LENGTH]
         except FileNotFoundError:
             pass
         return None
