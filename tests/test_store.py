@@ -14,7 +14,7 @@ import pytest
 from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import EVENTS, VENUES
 from calendar_service.storage.store import BranchMoved, GitStore, StoreError, blob_sha
-from conftest import Client
+from conftest import Client, Git
 
 COMMITTER = "Calendar Service <calendar-service@localhost>"
 ADMIN_AUTHOR = "Administrator <administrator@example.org>"
@@ -162,6 +162,27 @@ def test_gitstore_commit_writes_one_commit(store, repo, app):
     assert not (repo.root / "notes" / "hello.txt").exists()
     assert repo.files() == ["events/keep.txt"]
     assert_clean(repo)
+
+
+def test_removing_the_last_file_commits_the_empty_tree(tmp_path):
+    store = GitStore(tmp_path / "content")
+    store.init()
+    repo = Git(store.root)
+    author = ("Someone", "someone@example.org")
+    try:
+        with store.write_lock():
+            first = store.commit({"events/only.md": b"only\n"}, "One file", author, None)
+            emptied = store.commit({"events/only.md": None}, "Remove the last file", author, first)
+        assert store.head() == emptied == repo.head() and repo.count() == 2
+        assert repo("rev-parse", "HEAD^{tree}").strip() == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        assert repo.files() == [] and not (store.root / "events" / "only.md").exists()
+        assert_clean(repo)
+        with store.write_lock():  # and a commit on top of the empty tree
+            store.commit({"events/again.md": b"again\n"}, "A file again", author, emptied)
+        assert repo.files() == ["events/again.md"]
+        assert_clean(repo)
+    finally:
+        store.close()
 
 
 def test_gitstore_commit_with_a_stale_head_raises_and_writes_nothing(store, repo, factory):

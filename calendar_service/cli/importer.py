@@ -35,7 +35,8 @@ from calendar_service.domain import dates
 from calendar_service.domain.booleans import YES_NO, parse_bool
 from calendar_service.domain import records
 from calendar_service.domain import text
-from calendar_service.storage.catalog import Catalog, Snapshot
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, RESOURCES, TAGS, VENUES, Resource
 from calendar_service.storage.store import GitStore
 

@@ -25,7 +25,7 @@ from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
 
 from calendar_service.domain import dates
 from calendar_service.domain import text
-from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.presenters import Urls
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from calendar_service.domain import dates
 from calendar_service.domain.booleans import LENIENT, WORDPRESS_REST, parse_bool
 from calendar_service.auth.accounts import User
-from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES
 from calendar_service.http.arguments import Arg, create_args
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list

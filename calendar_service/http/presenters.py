@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from calendar_service.domain import dates
 from calendar_service.domain import text
-from calendar_service.storage.catalog import Snapshot
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES, Resource
 

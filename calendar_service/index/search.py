@@ -38,7 +38,7 @@ from whoosh.codec import whoosh3
 from whoosh.reading import TermNotFound
 
 from calendar_service.domain import dates
-from calendar_service.storage.catalog import Snapshot, ref_term
+from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.domain.queries import EventQuery, Page, analyse, event_text, search_words
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS

@@ -23,7 +23,8 @@ from calendar_service.domain import records
 from calendar_service.index import search
 from calendar_service.domain import text
 from calendar_service.auth.accounts import Accounts, User
-from calendar_service.storage.catalog import Catalog, Snapshot
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.catalog import Catalog
 from calendar_service.config import Settings
 from calendar_service.errors import ApiError
 from calendar_service.domain.records import Record

@@ -1,235 +1,41 @@
-"""The records of one commit, parsed and held in memory, following the branch as it moves.
+"""The records of the branch head, parsed and held in memory, following the branch as it moves.
 
-A ``Snapshot`` is immutable: every record of a commit by resource, id and slug, which
-events point at which venues, organizers and terms, and the problems found in files that
-could not be served. ``Catalog.current()`` checks the branch head (a file read) and, when
+``Catalog.current()`` checks the branch head (a file read) and, when
 it moved, builds the next snapshot from the previous one, reading and re-indexing only
 the files that changed. Files are read from git objects, never from the working tree, so
 a reader sees committed content only and never a half-written file.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
 import os
 import pickle
 import threading
-from functools import cached_property
 from pathlib import Path
 
 from calendar_service.domain import records
 from calendar_service.domain.records import Problem, Record
-from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
+from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.objects import blob_sha
 from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
 
-REF_KEYS = tuple(EVENT_REFERENCES)
-
-
-def ref_term(ref) -> str:
-    """How an event file's reference is keyed: ``#12`` for an id, ``s:slug`` for a slug.
-
-    A digits-only string is an id (the loader turns it into an int), never a slug.
-    """
-    return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
-
-
-def _event_refs(event: Record):
-    for key in REF_KEYS:
-        for ref in event.data.get(key) or []:
-            if isinstance(ref, (int, str)) and str(ref):
-                yield key, ref_term(ref)
-
-
-class Snapshot:
-    """Every record at one commit."""
-
-    def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
-                 changed: set[str] | None = None):
-        self.commit = commit
-        self.files = files  # path -> (blob, record or None, problems)
-        self.memo: dict = {}  # derived values (presented objects...) valid for this commit only
-        if previous is None or changed is None or previous._conflicts or not self._advance(previous, changed):
-            self._build()
-
-    # ------------------------------------------------------------------------- building
-
-    def _build(self) -> None:
-        self.by_id: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
-        self.by_slug: dict[str, dict[str, Record]] = {name: {} for name in RESOURCES}
-        self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
-        self.refs_index: dict[tuple[str, str], set[int]] = {}
-        self.published_refs: dict[tuple[str, str], set[int]] = {}
-        self._conflicts: list[Problem] = []
-        self._copied: set = set()
-        for path in sorted(self.files):
-            record = self.files[path][1]
-            if record is None:
-                continue
-            conflict = self._conflict(record)
-            if conflict:
-                self._conflicts.append(Problem(path, 1, conflict))
-                continue
-            self._add(record)
-        self._copied = None
-
-    def _advance(self, previous: "Snapshot", changed: set[str]) -> bool:
-        """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed."""
-        self.by_id = {name: dict(m) for name, m in previous.by_id.items()}
-        self.by_slug = {name: dict(m) for name, m in previous.by_slug.items()}
-        self.ids = {name: dict(m) for name, m in previous.ids.items()}
-        self.refs_index = dict(previous.refs_index)
-        self.published_refs = dict(previous.published_refs)
-        self._conflicts = []
-        self._copied = set()
-        for path in changed:
-            old = previous.files.get(path)
-            old_record = old[1] if old else None
-            if old_record is not None:
-                self._remove(old_record)
-        for path in sorted(changed):
-            entry = self.files.get(path)
-            record = entry[1] if entry else None
-            if record is None:
-                continue
-            if self._conflict(record):
-                return False  # two files claim one id or slug: let the full build decide who wins
-            self._add(record)
-        self._copied = None
-        return True
-
-    def _conflict(self, record: Record) -> str | None:
-        other = self.ids[record.resource.id_space].get(record.id)
-        if other is not None:
-            return f"id {record.id} is already used by {other.path}"
-        other = self.by_slug[record.resource.name].get(record.slug)
-        if other is not None:
-            return f"slug {record.slug!r} is already used by {other.path}"
-        return None
-
-    def _add(self, record: Record) -> None:
-        resource = record.resource
-        self.ids[resource.id_space][record.id] = record
-        self.by_id[resource.name][record.id] = record
-        self.by_slug[resource.name][record.slug] = record
-        if resource is EVENTS:
-            published = record.status == "publish"
-            for key, term in _event_refs(record):
-                self._set(self.refs_index, (key, term)).add(record.id)
-                if published:
-                    self._set(self.published_refs, (key, term)).add(record.id)
-
-    def _remove(self, record: Record) -> None:
-        resource = record.resource
-        if self.by_id[resource.name].get(record.id) is not record:
-            return
-        del self.by_id[resource.name][record.id]
-        del self.ids[resource.id_space][record.id]
-        if self.by_slug[resource.name].get(record.slug) is record:
-            del self.by_slug[resource.name][record.slug]
-        if resource is EVENTS:
-            for key, term in _event_refs(record):
-                for index in (self.refs_index, self.published_refs):
-                    if (key, term) in index:
-                        self._set(index, (key, term)).discard(record.id)
-
-    def _set(self, index: dict, key) -> set:
-        """The set for ``key``, copied first if it is still shared with the previous snapshot."""
-        marker = (id(index), key)
-        if self._copied is not None and marker not in self._copied:
-            self._copied.add(marker)
-            index[key] = set(index.get(key, ()))
-        return index.setdefault(key, set())
-
-    # ------------------------------------------------------------------------- reading
-
-    @cached_property
-    def problems(self) -> list[Problem]:
-        found = [p for path in sorted(self.files) for p in self.files[path][2]]
-        return found + self._conflicts
-
-    def get(self, resource: Resource, record_id: int) -> Record | None:
-        return self.by_id[resource.name].get(record_id)
-
-    def get_slug(self, resource: Resource, slug: str) -> Record | None:
-        return self.by_slug[resource.name].get(slug)
-
-    def all(self, resource: Resource) -> list[Record]:
-        return list(self.by_id[resource.name].values())
-
-    def resolve(self, resource: Resource, ref) -> Record | None:
-        """A reference written in an event file (an id, or a slug written by an editor)."""
-        if isinstance(ref, int):
-            return self.by_id[resource.name].get(ref)
-        if isinstance(ref, str):
-            if ref.isdigit():
-                return self.by_id[resource.name].get(int(ref))
-            return self.by_slug[resource.name].get(ref)
-        return None
-
-    def refs(self, event: Record, key: str) -> list[Record]:
-        """The records an event's ``key`` (categories, tags, venue, organizer) points at, in order."""
-        target = EVENT_REFERENCES[key]
-        found, seen = [], set()
-        for ref in event.data.get(key) or []:
-            record = self.resolve(target, ref)
-            if record is not None and record.id not in seen:
-                seen.add(record.id)
-                found.append(record)
-        return found
-
-    def _referencing_ids(self, index: dict, key: str, target: Record) -> set[int]:
-        by_id = index.get((key, f"#{target.id}"), set())
-        by_slug = index.get((key, f"s:{target.slug}"))
-        return by_id | by_slug if by_slug else by_id
-
-    def events_referencing(self, key: str, target: Record) -> list[Record]:
-        """The events whose ``key`` points at ``target`` (by id or by slug), any status."""
-        events = self.by_id[EVENTS.name]
-        return [events[i] for i in sorted(self._referencing_ids(self.refs_index, key, target)) if i in events]
-
-    def published_count(self, key: str, target: Record) -> int:
-        """How many published events point at ``target`` (a term's ``count``)."""
-        return len(self._referencing_ids(self.published_refs, key, target))
-
-    def reference_problems(self, line_of=None) -> list[Problem]:
-        """References that point nowhere: an event's venue, organizer, category or tag that no
-        record has (by id or slug), a category whose parent is missing or itself. The service
-        serves such records and skips the dangling references; ``validate`` reports them.
-        ``line_of(path, key)`` locates a key in its file (default: line 1)."""
-        line_of = line_of or (lambda path, key: 1)
-        found = []
-        for event in self.all(EVENTS):
-            for key in REF_KEYS:
-                target = EVENT_REFERENCES[key]
-                for ref in event.data.get(key) or []:
-                    if self.resolve(target, ref) is None:
-                        found.append(Problem(event.path, line_of(event.path, key),
-                                             f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
-        for category in self.all(RESOURCES["categories"]):
-            parent = category.data.get("parent")
-            if parent in (None, 0, ""):
-                continue
-            if parent == category.id:
-                found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
-            elif not isinstance(parent, int) or self.get(category.resource, parent) is None:
-                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the id {parent!r}"))
-        return found
-
-    def next_id(self, resource: Resource) -> int:
-        return max(self.ids[resource.id_space], default=0) + 1
+CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
+CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files had to be parsed
+PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
+# the modules that decide what a parsed record holds: a cache written by other code is ignored
+PARSING_MODULES = ("records.py", "resources.py", "dates.py")
 
 
 def load_directory(root) -> Snapshot:
     """The records of the files in a directory's working tree (not git), as the service would
     load them: each file parsed by ``records.parse``, ids and slugs checked by the snapshot.
     Files in the content folders that the service does not read are reported as warnings."""
-    from pathlib import Path
-
-    from calendar_service.storage.store import blob_sha
-
     root = Path(root)
     files: dict = {}
     for folder in RESOURCES:
@@ -252,16 +58,20 @@ def load_directory(root) -> Snapshot:
     return Snapshot(None, files)
 
 
-def _code_version() -> str:
-    # parsed records depend on how files are read: a new version of that code ignores old caches
+@functools.cache
+def cache_version() -> str:
+    """A hash of the code that parses record files, computed once when first needed."""
     digest = hashlib.sha1()
-    for name in ("records.py", "resources.py", "dates.py"):
-        digest.update((Path(__file__).parent.parent / "domain" / name).read_bytes())
+    for name in PARSING_MODULES:
+        digest.update((Path(records.__file__).parent / name).read_bytes())
     return digest.hexdigest()
 
 
-CACHE_VERSION = _code_version()
-CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
+def __getattr__(name: str):
+    # ``CACHE_VERSION`` is computed lazily: importing this module reads no files
+    if name == "CACHE_VERSION":
+        return cache_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _CacheUnpickler(pickle.Unpickler):
@@ -271,6 +81,7 @@ class _CacheUnpickler(pickle.Unpickler):
                ("datetime", "timedelta")}
 
     def find_class(self, module, name):
+        """The allowed class; raises UnpicklingError for anything else."""
         if (module, name) in self.ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
@@ -298,7 +109,7 @@ class Catalog:
         try:
             with open(self.cache_file, "rb") as handle:
                 cached = _CacheUnpickler(io.BufferedReader(handle)).load()
-            if isinstance(cached, dict) and cached.get("version") == CACHE_VERSION:
+            if isinstance(cached, dict) and cached.get("version") == cache_version():
                 return cached["files"]
         except FileNotFoundError:
             pass
@@ -307,6 +118,7 @@ class Catalog:
         return {}
 
     def _write_cache(self, snapshot: "Snapshot") -> None:
+        """Save the parsed records of ``snapshot`` (best effort: a failure is only logged)."""
         files = {path: (blob, record.data if record is not None else None,
                         tuple((p.path, p.line, p.message, p.severity) for p in problems))
                  for path, (blob, record, problems) in snapshot.files.items()}
@@ -314,7 +126,7 @@ class Catalog:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.tmp")
             with open(tmp, "wb") as handle:
-                pickle.dump({"version": CACHE_VERSION, "commit": snapshot.commit, "files": files}, handle,
+                pickle.dump({"version": cache_version(), "commit": snapshot.commit, "files": files}, handle,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.cache_file)
         except Exception as exc:
@@ -342,12 +154,14 @@ class Catalog:
         if past is None:
             past = self._advance(current, commit)
             with self._lock:
-                if len(self._past) >= 4:
+                if len(self._past) >= PAST_SNAPSHOTS:
                     self._past.pop(next(iter(self._past)))
                 self._past[commit] = past
         return past
 
     def _advance(self, previous: Snapshot, head: str | None) -> Snapshot:
+        """The snapshot of ``head`` built from ``previous`` (reading only the files that differ),
+        or from the records cache and a full listing when ``previous`` has no commit."""
         if head is None:
             return Snapshot(None, {})
         cached: dict = {}
@@ -385,7 +199,7 @@ class Catalog:
         if previous.commit is None:
             snapshot = Snapshot(head, files)
             parsed = len(changed) - len(hits)
-            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // 10:
+            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot

@@ -1,0 +1,221 @@
+"""The records of one commit, held in memory: pure data, no git.
+
+A ``Snapshot`` is immutable: every record of a commit by resource, id and slug, which
+events point at which venues, organizers and terms, and the problems found in files that
+could not be served. A snapshot can be derived from the previous one by replaying only the
+paths that changed.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from calendar_service.domain.records import Problem, Record
+from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
+
+REF_KEYS = tuple(EVENT_REFERENCES)
+
+
+def ref_term(ref) -> str:
+    """How an event file's reference is keyed: ``#12`` for an id, ``s:slug`` for a slug.
+
+    A digits-only string is an id (the loader turns it into an int), never a slug.
+    """
+    return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
+
+
+def _event_refs(event: Record):
+    """(key, reference term) of every reference an event file makes."""
+    for key in REF_KEYS:
+        for ref in event.data.get(key) or []:
+            if isinstance(ref, (int, str)) and str(ref):
+                yield key, ref_term(ref)
+
+
+class Snapshot:
+    """Every record at one commit."""
+
+    def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
+                 changed: set[str] | None = None):
+        self.commit = commit
+        self.files = files  # path -> (blob, record or None, problems)
+        self.memo: dict = {}  # derived values (presented objects...) valid for this commit only
+        if previous is None or changed is None or previous._conflicts or not self._advance(previous, changed):
+            self._build()
+
+    # ------------------------------------------------------------------------- building
+
+    def _build(self) -> None:
+        """Build the maps from every file; a record whose id or slug is taken becomes a problem."""
+        self.by_id: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
+        self.by_slug: dict[str, dict[str, Record]] = {name: {} for name in RESOURCES}
+        self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
+        self.refs_index: dict[tuple[str, str], set[int]] = {}
+        self.published_refs: dict[tuple[str, str], set[int]] = {}
+        self._conflicts: list[Problem] = []
+        self._copied: set = set()
+        for path in sorted(self.files):
+            record = self.files[path][1]
+            if record is None:
+                continue
+            conflict = self._conflict(record)
+            if conflict:
+                self._conflicts.append(Problem(path, 1, conflict))
+                continue
+            self._add(record)
+        self._copied = None
+
+    def _advance(self, previous: "Snapshot", changed: set[str]) -> bool:
+        """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed."""
+        self.by_id = {name: dict(m) for name, m in previous.by_id.items()}
+        self.by_slug = {name: dict(m) for name, m in previous.by_slug.items()}
+        self.ids = {name: dict(m) for name, m in previous.ids.items()}
+        self.refs_index = dict(previous.refs_index)
+        self.published_refs = dict(previous.published_refs)
+        self._conflicts = []
+        self._copied = set()
+        for path in changed:
+            old = previous.files.get(path)
+            old_record = old[1] if old else None
+            if old_record is not None:
+                self._remove(old_record)
+        for path in sorted(changed):
+            entry = self.files.get(path)
+            record = entry[1] if entry else None
+            if record is None:
+                continue
+            if self._conflict(record):
+                return False  # two files claim one id or slug: let the full build decide who wins
+            self._add(record)
+        self._copied = None
+        return True
+
+    def _conflict(self, record: Record) -> str | None:
+        """Why ``record`` cannot be added (its id or slug is taken), or None."""
+        other = self.ids[record.resource.id_space].get(record.id)
+        if other is not None:
+            return f"id {record.id} is already used by {other.path}"
+        other = self.by_slug[record.resource.name].get(record.slug)
+        if other is not None:
+            return f"slug {record.slug!r} is already used by {other.path}"
+        return None
+
+    def _add(self, record: Record) -> None:
+        """Enter ``record`` in the maps (and its references, for an event)."""
+        resource = record.resource
+        self.ids[resource.id_space][record.id] = record
+        self.by_id[resource.name][record.id] = record
+        self.by_slug[resource.name][record.slug] = record
+        if resource is EVENTS:
+            published = record.status == "publish"
+            for key, term in _event_refs(record):
+                self._set(self.refs_index, (key, term)).add(record.id)
+                if published:
+                    self._set(self.published_refs, (key, term)).add(record.id)
+
+    def _remove(self, record: Record) -> None:
+        """Take ``record`` out of the maps (when it is the one there)."""
+        resource = record.resource
+        if self.by_id[resource.name].get(record.id) is not record:
+            return
+        del self.by_id[resource.name][record.id]
+        del self.ids[resource.id_space][record.id]
+        if self.by_slug[resource.name].get(record.slug) is record:
+            del self.by_slug[resource.name][record.slug]
+        if resource is EVENTS:
+            for key, term in _event_refs(record):
+                for index in (self.refs_index, self.published_refs):
+                    if (key, term) in index:
+                        self._set(index, (key, term)).discard(record.id)
+
+    def _set(self, index: dict, key) -> set:
+        """The set for ``key``, copied first if it is still shared with the previous snapshot."""
+        marker = (id(index), key)
+        if self._copied is not None and marker not in self._copied:
+            self._copied.add(marker)
+            index[key] = set(index.get(key, ()))
+        return index.setdefault(key, set())
+
+    # ------------------------------------------------------------------------- reading
+
+    @cached_property
+    def problems(self) -> list[Problem]:
+        """The problems of every file (by path), then the id and slug conflicts."""
+        found = [p for path in sorted(self.files) for p in self.files[path][2]]
+        return found + self._conflicts
+
+    def get(self, resource: Resource, record_id: int) -> Record | None:
+        """The record of ``resource`` with this id, or None."""
+        return self.by_id[resource.name].get(record_id)
+
+    def get_slug(self, resource: Resource, slug: str) -> Record | None:
+        """The record of ``resource`` with this slug, or None."""
+        return self.by_slug[resource.name].get(slug)
+
+    def all(self, resource: Resource) -> list[Record]:
+        """Every record of ``resource``."""
+        return list(self.by_id[resource.name].values())
+
+    def resolve(self, resource: Resource, ref) -> Record | None:
+        """The record a reference written in an event file (an id, or a slug written by an editor)
+        points at, or None."""
+        if isinstance(ref, int):
+            return self.by_id[resource.name].get(ref)
+        if isinstance(ref, str):
+            if ref.isdigit():
+                return self.by_id[resource.name].get(int(ref))
+            return self.by_slug[resource.name].get(ref)
+        return None
+
+    def refs(self, event: Record, key: str) -> list[Record]:
+        """The records an event's ``key`` (categories, tags, venue, organizer) points at, in order."""
+        target = EVENT_REFERENCES[key]
+        found, seen = [], set()
+        for ref in event.data.get(key) or []:
+            record = self.resolve(target, ref)
+            if record is not None and record.id not in seen:
+                seen.add(record.id)
+                found.append(record)
+        return found
+
+    def _referencing_ids(self, index: dict, key: str, target: Record) -> set[int]:
+        """Ids of the events of ``index`` whose ``key`` names ``target`` by id or by slug."""
+        by_id = index.get((key, f"#{target.id}"), set())
+        by_slug = index.get((key, f"s:{target.slug}"))
+        return by_id | by_slug if by_slug else by_id
+
+    def events_referencing(self, key: str, target: Record) -> list[Record]:
+        """The events whose ``key`` points at ``target`` (by id or by slug), any status."""
+        events = self.by_id[EVENTS.name]
+        return [events[i] for i in sorted(self._referencing_ids(self.refs_index, key, target)) if i in events]
+
+    def published_count(self, key: str, target: Record) -> int:
+        """How many published events point at ``target`` (a term's ``count``)."""
+        return len(self._referencing_ids(self.published_refs, key, target))
+
+    def reference_problems(self, line_of=None) -> list[Problem]:
+        """References that point nowhere: an event's venue, organizer, category or tag that no
+        record has (by id or slug), a category whose parent is missing or itself. The service
+        serves such records and skips the dangling references; ``validate`` reports them.
+        ``line_of(path, key)`` locates a key in its file (default: line 1)."""
+        line_of = line_of or (lambda path, key: 1)
+        found = []
+        for event in self.all(EVENTS):
+            for key in REF_KEYS:
+                target = EVENT_REFERENCES[key]
+                for ref in event.data.get(key) or []:
+                    if self.resolve(target, ref) is None:
+                        found.append(Problem(event.path, line_of(event.path, key),
+                                             f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
+        for category in self.all(RESOURCES["categories"]):
+            parent = category.data.get("parent")
+            if parent in (None, 0, ""):
+                continue
+            if parent == category.id:
+                found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
+            elif not isinstance(parent, int) or self.get(category.resource, parent) is None:
+                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the id {parent!r}"))
+        return found
+
+    def next_id(self, resource: Resource) -> int:
+        """The id a new record of ``resource`` gets: one above the highest of its id space."""
+        return max(self.ids[resource.id_space], default=0) + 1

@@ -1,0 +1,104 @@
+"""Importing many new files as one commit through ``git fast-import`` (a pack, not one loose
+object per file)."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from calendar_service.storage.errors import BranchMoved, StoreError
+from calendar_service.storage.gitcmd import EMPTY_TREE, Git
+from calendar_service.storage.history import History
+from calendar_service.storage.objects import ident
+from calendar_service.storage.writing import Writer
+
+log = logging.getLogger(__name__)
+
+IMPORT_REF_PREFIX = "refs/calendar-import/"   # where fast-import leaves the commit before the branch moves
+PROGRESS_EVERY = 2000                          # files between two progress calls
+ERROR_LENGTH = 500                             # characters of fast-import's complaint kept in the message
+
+
+class BulkWriter:
+    """Writes an import as one commit. Must be used inside the store's write lock."""
+
+    def __init__(self, root: Path, committer: tuple[str, str], git_cmd: Git, run: Callable[..., bytes],
+                 history: History, writer: Writer, head: Callable[[], str | None],
+                 sync_worktree: Callable[[dict], None]):
+        self.root = root
+        self.committer = committer
+        self._git = git_cmd
+        self._run = run
+        self._history = history
+        self._writer = writer
+        self._head = head
+        self._sync_worktree = sync_worktree
+
+    def commit_new_files(self, files: dict[str, bytes], message: str, author: tuple[str, str],
+                         expected_head: str | None, progress=None) -> str:
+        """Add many NEW files as one commit on the branch; returns the new commit id.
+
+        The commit goes to a temporary ref, then the branch advances (compare-and-swap) and
+        ``git read-tree -m -u OLD NEW`` brings the index and working tree in line (it only
+        adds the new files). Raises BranchMoved if the branch is not at ``expected_head``,
+        StoreError if a path exists already (committed, or any file in the working tree) or
+        git fails; in both cases the branch and working tree are untouched.
+        ``progress(done, total)`` is called while objects are written.
+        """
+        if self._head() != expected_head:
+            raise BranchMoved("the branch moved")
+        existing = self._history.list_files(expected_head) if expected_head else {}
+        for path in files:
+            if path in existing or os.path.lexists(self.root / path):
+                raise StoreError(f"{path} exists already; nothing was imported")
+        temp_ref = f"{IMPORT_REF_PREFIX}{os.getpid()}-{threading.get_ident()}"
+        try:
+            self._fast_import(temp_ref, files, message, author, expected_head, progress)
+            new_commit = self._run("rev-parse", "--verify", temp_ref).decode().strip()
+        finally:
+            self._run("update-ref", "-d", temp_ref, check=False)
+
+        def update_worktree() -> None:
+            try:
+                self._run("read-tree", "-m", "-u", expected_head or EMPTY_TREE, new_commit)
+            except StoreError as exc:
+                # the commit stands; write the files ourselves (none existed: checked above)
+                log.warning("read-tree after an import failed (%s); writing the files directly", exc)
+                self._sync_worktree(files)
+
+        self._writer.advance(expected_head, new_commit, message.splitlines()[0],
+                             {p: None for p in files}, update_worktree)
+        return new_commit
+
+    def _fast_import(self, ref: str, files: dict[str, bytes], message: str, author: tuple[str, str],
+                     parent: str | None, progress) -> None:
+        """Stream the commit of ``files`` on ``parent`` to ``ref`` through one ``git fast-import``.
+        Raises StoreError when it fails."""
+        now = int(time.time())
+        body = message.strip().encode("utf-8") + b"\n"
+        head_lines = [f"commit {ref}", f"author {ident(*author, now)}", f"committer {ident(*self.committer, now)}",
+                      f"data {len(body)}"]
+        proc = subprocess.Popen(self._git.argv("fast-import", "--quiet", "--date-format=raw", "--done", "--force"),
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=self._git.env)
+        total = len(files)
+        try:
+            out = proc.stdin
+            out.write(("\n".join(head_lines) + "\n").encode() + body)
+            if parent:
+                out.write(f"from {parent}\n".encode())
+            for n, (path, content) in enumerate(sorted(files.items()), 1):
+                out.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode("utf-8"), len(content), content))
+                if progress and (n % PROGRESS_EVERY == 0 or n == total):
+                    progress(n, total)
+            out.write(b"\ndone\n")
+            out.close()
+        except BrokenPipeError:
+            pass
+        err = proc.stderr.read()
+        if proc.wait() != 0:
+            raise StoreError(f"git fast-import failed: {self._git.safe(err.decode('utf-8', 'replace').strip())[:ERROR_LENGTH]}")

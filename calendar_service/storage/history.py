@@ -1,0 +1,123 @@
+"""Reading the repository at any commit: files, differences, blobs and the log."""
+from __future__ import annotations
+
+import re
+import threading
+from typing import Callable
+
+import git
+
+from calendar_service.storage import readers
+from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, MAX_PATH_ARGUMENTS, SHA, Git
+from calendar_service.storage.objects import ObjectStore, blob_sha
+
+COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reader may give
+
+
+class History:
+    """Read-only queries on commits. ``run`` runs a git command (raising StoreError)."""
+
+    def __init__(self, run: Callable[..., bytes], git_cmd: Git, objects: ObjectStore, lock: threading.RLock):
+        self._run = run
+        self._git = git_cmd
+        self._objects = objects
+        self._lock = lock
+
+    def ls_tree(self, commit: str | None, paths=None) -> list[readers.LsEntry]:
+        """The entries of ``commit`` (None: none): every file when ``paths`` is None, else those of
+        ``paths`` that exist (the whole tree listed and filtered when there are many)."""
+        if not commit:
+            return []
+        if paths is None:
+            return readers.ls_tree(self._run("ls-tree", "-r", "-z", "--full-tree", commit))
+        paths = list(paths)
+        if not paths:
+            return []
+        if len(paths) > MAX_PATH_ARGUMENTS:
+            wanted = set(paths)
+            return [e for e in self.ls_tree(commit) if e.path in wanted]
+        return readers.ls_tree(self._run("ls-tree", "-z", "--full-tree", commit, "--", *paths))
+
+    def list_files(self, commit: str) -> dict[str, str]:
+        """Every file under the content folders at ``commit``: path -> blob id."""
+        out = self._run("ls-tree", "-r", "-z", "--full-tree", commit, "--", *CONTENT_FOLDERS)
+        return {e.path: e.sha for e in readers.ls_tree(out) if e.kind == "blob"}
+
+    def entries_at(self, commit: str | None, paths=None) -> dict[str, tuple[int, str]]:
+        """(mode, object id) of the files of ``commit`` (all, or those of ``paths`` that exist)."""
+        return {e.path: (e.mode, e.sha) for e in self.ls_tree(commit, paths) if e.kind != "tree"}
+
+    def blobs_at(self, commit: str | None, paths) -> dict[str, str]:
+        """Blob ids of those ``paths`` that exist at ``commit``."""
+        return {e.path: e.sha for e in self.ls_tree(commit, paths)}
+
+    def diff_tree(self, old: str | None, new: str, whole_tree: bool = False) -> dict[str, readers.RawChange]:
+        """Paths that differ between two commits (``old`` None: the empty tree), under the content
+        folders or, with ``whole_tree``, anywhere: path -> RawChange. One ``git diff-tree``."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new]
+        if not whole_tree:
+            args += ["--", *CONTENT_FOLDERS]
+        return {c.path: c for c in readers.raw_changes(self._run(*args).split(b"\0"))}
+
+    def changes(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
+        """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
+        return {path: None if c.new_sha is None else (c.new_mode, c.new_sha)
+                for path, c in self.diff_tree(old, new, whole_tree=True).items()}
+
+    def read_blobs(self, shas) -> dict[str, bytes]:
+        """Contents of many blobs in one ``git cat-file --batch`` run: sha -> bytes (missing ones left out)."""
+        shas = list(dict.fromkeys(shas))
+        if not shas:
+            return {}
+        out = self._run("cat-file", "--batch", input=("\n".join(shas) + "\n").encode())
+        return readers.cat_file_batch(out, shas)
+
+    def read_object(self, sha: str) -> bytes | None:
+        """The content of one object, read in process (no process per call); None when it does not exist."""
+        with self._lock:
+            try:
+                return self._objects.read(bytes.fromhex(sha))
+            except (ValueError, git.BadObject, git.BadName):
+                return None
+            except Exception:  # a missing object surfaces differently across GitPython versions
+                return None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether ``older`` is ``newer`` or one of its ancestors."""
+        return self._git.succeeds("merge-base", "--is-ancestor", older, newer)
+
+    def resolve_commit(self, value: str) -> str | None:
+        """The full id of the commit ``value`` (4 to 40 hex digits) names, or None when it names
+        no commit or several. Only hex ever reaches git, so a value can never become an option."""
+        if not COMMIT_PREFIX.fullmatch(value or ""):
+            return None
+        out = self._run("rev-parse", "--verify", "--quiet", f"{value}^{{commit}}", check=False).strip()
+        found = out.decode("ascii", "replace")
+        return found if SHA.match(found) else None
+
+    def log(self, folder: str, head: str | None, since: str | None = None) -> list[dict]:
+        """The commits up to ``head`` (newest first; after ``since`` if given) that changed a file
+        under ``folder``, in one ``git log`` run; see ``readers.log_entries``. [] for no head or
+        an unknown folder."""
+        if head is None or folder not in CONTENT_FOLDERS:
+            return []
+        span = f"{since}..{head}" if since else head
+        out = self._run("log", "-z", "--raw", "--no-renames", "--no-abbrev", readers.LOG_FORMAT, span,
+                        "--", folder + "/")
+        return readers.log_entries(out)
+
+    def clashes(self, base: str | None, head: str | None, changes: dict[str, bytes | None]) -> list[str]:
+        """Paths of ``changes`` (computed against ``base``) whose file existed at ``base`` and
+        was changed differently by ``head``: the write would overwrite someone else's edit."""
+        if not base or not head or base == head:
+            return []
+        before = self.entries_at(base, changes)
+        after = self.entries_at(head, changes)
+        found = []
+        for path, content in changes.items():
+            old = before.get(path)
+            new = after.get(path)
+            wanted = blob_sha(content) if content is not None else None
+            if old is not None and new != old and (new[1] if new else None) != wanted:
+                found.append(path)
+        return sorted(found)

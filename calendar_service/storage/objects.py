@@ -1,0 +1,237 @@
+"""Git objects written in process: atomic files, loose objects, trees and commit objects.
+
+GitPython stores each object through a new ``git hash-object`` process; a loose object is
+just the zlib-compressed ``type size\\0content`` at ``objects/xx/yyyy...``, so this module
+writes it itself (a temporary file, fsynced, renamed) and reads through GitPython's object
+database (one long-running ``cat-file``).
+"""
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import git
+
+TREE_MODE = 0o40000
+BLOB_MODE = 0o100644
+FILE_MODES = (0o100644, 0o100755)
+LOOSE_OBJECT_MODE = 0o444     # git's own loose objects are read-only
+SHA_BYTES = 20                # a binary object id
+TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
+
+
+def blob_sha(data: bytes) -> str:
+    """The id git gives a blob with this content."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or a new file in ``folder`` durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(target: Path, data: bytes, mode: int, prefix: str) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same folder, flushed to disk,
+    then a rename and an fsync of the folder: a reader, a killed process or a power cut sees
+    the old file or the new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_folder(target.parent)
+
+
+def ident(name: str, email: str, when: int) -> str:
+    """A git ident line's value, ``name <email> seconds +hhmm`` (local offset), with the
+    characters git forbids in names and e-mails removed."""
+    def clean(text: str) -> str:
+        return re.sub(r"[<>\n\r\0]", "", text).strip() or "unknown"
+    offset = time.strftime("%z", time.localtime(when))
+    return f"{clean(name)} <{clean(email)}> {when} {offset}"
+
+
+def group(changes: dict) -> dict:
+    """``changes`` by path as nested dicts by folder: {"events": {"a.md": ...}}."""
+    tree: dict = {}
+    for path, change in changes.items():
+        node = tree
+        *folders, name = path.split("/")
+        for folder in folders:
+            node = node.setdefault(folder, {})
+        node[name] = change
+    return tree
+
+
+class Tree:
+    """A git tree object as sorted entries: ``keys`` in git's order, ``entries`` their raw bytes."""
+
+    __slots__ = ("keys", "entries")
+
+    def __init__(self, keys: list, entries: list):
+        self.keys = keys
+        self.entries = entries
+
+    @classmethod
+    def parse(cls, raw: bytes) -> "Tree":
+        """The tree whose object content is ``raw`` (``mode name\\0<20-byte id>`` entries)."""
+        keys, entries = [], []
+        pos, end = 0, len(raw)
+        while pos < end:
+            nul = raw.index(b"\0", pos)
+            mode, _, name = raw[pos:nul].partition(b" ")
+            stop = nul + 1 + SHA_BYTES
+            keys.append(name + b"/" if mode == b"40000" else name)
+            entries.append(raw[pos:stop])
+            pos = stop
+        return cls(keys, entries)
+
+    def copy(self) -> "Tree":
+        """A copy that can be changed without changing this tree."""
+        return Tree(list(self.keys), list(self.entries))
+
+    @staticmethod
+    def _key(name: bytes, mode: int) -> bytes:
+        return name + b"/" if mode == TREE_MODE else name  # git sorts a folder as "name/"
+
+    def get(self, name: bytes, mode: int) -> bytes | None:
+        """The binary id of the entry ``name`` of this kind, or None."""
+        key = self._key(name, mode)
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            return self.entries[i][-SHA_BYTES:]
+        return None
+
+    def remove(self, name: bytes, mode: int) -> None:
+        """Drop the entry ``name``, whether a file or a folder."""
+        for key in (self._key(name, mode), self._key(name, TREE_MODE if mode != TREE_MODE else BLOB_MODE)):
+            i = bisect.bisect_left(self.keys, key)
+            if i < len(self.keys) and self.keys[i] == key:
+                del self.keys[i]
+                del self.entries[i]
+
+    def put(self, name: bytes, mode: int, sha: bytes) -> None:
+        """Set the entry ``name`` (replacing a file or folder of that name)."""
+        self.remove(name, mode)
+        key = self._key(name, mode)
+        i = bisect.bisect_left(self.keys, key)
+        self.keys.insert(i, key)
+        self.entries.insert(i, b"%o %s\0%s" % (mode, name, sha))
+
+
+class ObjectStore:
+    """Reads objects through GitPython, writes loose objects, trees and commits itself.
+
+    Not thread-safe: callers hold the store's thread lock.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._repo: git.Repo | None = None
+        self._trees: dict[bytes, Tree] = {}
+
+    def close(self) -> None:
+        """Release the git helper processes GitPython keeps per Repo."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+    def read(self, sha: bytes) -> bytes:
+        """The content of the object ``sha`` (binary id). Raises what GitPython raises when it is missing."""
+        return self._open().odb.stream(sha).read()
+
+    def _open(self) -> git.Repo:
+        """GitPython's Repo, opened on first use."""
+        if self._repo is None:
+            self._repo = git.Repo(self.root)
+        return self._repo
+
+    def store(self, kind: bytes, data: bytes) -> bytes:
+        """Write the object (a loose object, unless it exists); returns its binary id."""
+        raw = b"%s %d\0" % (kind, len(data)) + data
+        binsha = hashlib.sha1(raw).digest()
+        target = Path(self._open().common_dir) / "objects" / binsha.hex()[:2] / binsha.hex()[2:]
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            write_atomically(target, zlib.compress(raw), LOOSE_OBJECT_MODE, "tmp_obj_")
+        return binsha
+
+    def tree_of(self, commit: str) -> bytes:
+        """The binary id of the root tree of ``commit``."""
+        data = self.read(bytes.fromhex(commit))
+        return bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
+
+    def _tree(self, tree_sha: bytes) -> Tree:
+        """The parsed tree ``tree_sha`` (from the cache when recently used)."""
+        tree = self._trees.get(tree_sha)
+        if tree is None:
+            tree = Tree.parse(self.read(tree_sha))
+            self._remember(tree_sha, tree)
+        return tree
+
+    def _remember(self, tree_sha: bytes, tree: Tree) -> None:
+        """Cache a parsed tree, dropping the oldest past TREE_CACHE_SIZE."""
+        if len(self._trees) >= TREE_CACHE_SIZE:
+            self._trees.pop(next(iter(self._trees)))
+        self._trees[tree_sha] = tree
+
+    def write_tree(self, tree_sha: bytes | None, changes: dict) -> bytes | None:
+        """Write the tree ``tree_sha`` (None: empty) with ``changes`` (nested by ``group``: name ->
+        content bytes, None to delete, (mode, hex id) of an existing object, or a dict for a
+        folder) applied; returns its binary id, None when an existing tree ends up empty.
+
+        Parsed trees are kept sorted in memory (git's order), so a write touching one file
+        of a 100,000-file folder costs a bisect and a join, not a parse and a sort.
+        """
+        tree = self._tree(tree_sha).copy() if tree_sha is not None else Tree([], [])
+        for name, change in changes.items():
+            encoded = name.encode("utf-8")
+            if isinstance(change, dict):
+                sub = self.write_tree(tree.get(encoded, TREE_MODE), change)
+                tree.remove(encoded, TREE_MODE)
+                if sub is not None:
+                    tree.put(encoded, TREE_MODE, sub)
+            elif change is None:
+                tree.remove(encoded, BLOB_MODE)
+            elif isinstance(change, tuple):
+                tree.put(encoded, change[0], bytes.fromhex(change[1]))
+            else:
+                tree.put(encoded, BLOB_MODE, self.store(b"blob", change))
+        if not tree.entries and tree_sha is not None:
+            return None
+        raw = b"".join(tree.entries)
+        sha = self.store(b"tree", raw)
+        self._remember(sha, tree)
+        return sha
+
+    def write_commit(self, tree: bytes | None, parent: str | None, idents: list[bytes], message: bytes) -> str:
+        """Write a commit object and return its id. ``tree`` None is the empty tree (every file
+        removed); ``idents`` are the ``author``/``committer``/``encoding`` header lines."""
+        if tree is None:
+            tree = self.store(b"tree", b"")  # EMPTY_TREE, written so the commit is complete
+        header = [b"tree " + tree.hex().encode()]
+        if parent:
+            header.append(b"parent " + parent.encode())
+        body = b"\n".join(header + idents) + b"\n\n" + message
+        return self.store(b"commit", body).hex()

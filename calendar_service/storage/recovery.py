@@ -1,0 +1,162 @@
+"""Finishing what a killed process left: the write journal, stale git locks, git's index and
+temporary files.
+
+A write records a journal in the git directory before it moves the branch and removes it
+once the working tree is in line; a journal found at start means a write was killed in
+between, and ``Recovery.recover`` finishes it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from calendar_service.storage.gitcmd import CONTENT_FOLDERS
+from calendar_service.storage.history import History
+from calendar_service.storage.objects import blob_sha
+
+log = logging.getLogger(__name__)
+
+# A git lock file older than this, found while we hold the write lock, was left by a killed
+# process (git holds its locks for milliseconds). Younger ones may belong to an editor's git
+# command running in the checkout.
+STALE_LOCK_SECONDS = 30
+WORKTREE_TEMP_PREFIX = ".tmp-"   # the temporary files of a working-tree write, next to the record files
+
+
+class Journal:
+    """The record of a write between its branch update and its working-tree update:
+    ``{"commit": new, "old": old or None, "paths": {path: blob before or None}}``."""
+
+    def __init__(self, git_dir: Path):
+        self.path = git_dir / "calendar-journal.json"
+        self.temporary = self.path.with_suffix(".tmp")
+
+    def write(self, journal: dict) -> None:
+        """Record ``journal`` (replacing any)."""
+        self.temporary.write_text(json.dumps(journal))
+        os.replace(self.temporary, self.path)
+
+    def clear(self) -> None:
+        """Remove the journal, if any."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def read(self) -> dict | None:
+        """The journal; None when there is none. A garbled one is removed (None)."""
+        try:
+            return json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            self.clear()
+            return None
+
+
+class Recovery:
+    """Cleans up after killed processes. Every method must run inside the store's write lock."""
+
+    def __init__(self, root: Path, git_dir: Path, branch: str, run: Callable[..., bytes], history: History,
+                 journal: Journal, head: Callable[[], str | None],
+                 sync_worktree: Callable[[dict], None]):
+        self.root = root
+        self.git_dir = git_dir
+        self.branch = branch
+        self._run = run
+        self._history = history
+        self.journal = journal
+        self._head = head
+        self._sync_worktree = sync_worktree
+
+    def lock_files(self) -> list[Path]:
+        """The git lock files a killed write can leave: the branch ref, HEAD, packed refs, the index."""
+        names = [f"refs/heads/{self.branch}.lock", "HEAD.lock", "packed-refs.lock", "index.lock"]
+        return [self.git_dir / name for name in names]
+
+    def remove_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> list[str]:
+        """Delete git lock files older than ``older_than`` seconds (each removal logged); returns their names.
+
+        Inside the write lock no write of this service is running, so a lock file that old
+        was left by a killed process, not by a live one.
+        """
+        removed = []
+        now = time.time()
+        for path in self.lock_files():
+            try:
+                age = now - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age < older_than:
+                log.warning("%s exists (%.0f s old); leaving it to its owner", path.name, age)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(str(path.relative_to(self.git_dir)))
+                log.warning("removed the stale git lock file .git/%s (%.0f s old, left by a killed process)",
+                            removed[-1], age)
+        return removed
+
+    def refresh_index(self) -> None:
+        """Record in git's index the files whose working copy matches the branch head but whose
+        index entry does not (a killed ``update-index`` after a write); others are left alone."""
+        head = self._head()
+        out = self._run("diff-index", "--cached", "-z", "--name-only", head, "--", *CONTENT_FOLDERS, check=False)
+        paths = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+        if not paths:
+            return
+        at_head = self._history.blobs_at(head, paths)
+        fix = []
+        for path in paths:
+            file = self.root / path
+            on_disk = blob_sha(file.read_bytes()) if file.is_file() else None
+            if on_disk == at_head.get(path):
+                fix.append(path)
+        if fix:
+            self._run("update-index", "-q", "--add", "--remove", "-z", "--stdin",
+                      input=b"".join(p.encode() + b"\0" for p in fix), check=False)
+            log.info("refreshed git's index for %d files after a killed write", len(fix))
+
+    def remove_temporary_files(self) -> None:
+        """Delete the temporary files a killed write leaves (next to record files, and the journal's)."""
+        for folder in CONTENT_FOLDERS:
+            directory = self.root / folder
+            if directory.is_dir():
+                for leftover in directory.glob(WORKTREE_TEMP_PREFIX + "*"):
+                    with contextlib.suppress(FileNotFoundError):
+                        leftover.unlink()
+                        log.warning("removed %s/%s, left by a killed write", folder, leftover.name)
+        with contextlib.suppress(FileNotFoundError):
+            self.journal.temporary.unlink()
+
+    def recover(self) -> None:
+        """Remove stale locks and temporary files (refreshing git's index when a lock had to go),
+        then finish a write left between the ref update and the working tree. Only files
+        still holding their pre-write content are touched; anything else in the working tree
+        is somebody's work and is left alone."""
+        self.remove_temporary_files()
+        if self.remove_stale_locks() and self._head():
+            self.refresh_index()
+        journal = self.journal.read()
+        if journal is None:
+            return
+        head = self._head()
+        commit = journal.get("commit")
+        if head and commit and (head == commit or self._history.is_ancestor(commit, head)):
+            current = self._history.blobs_at(head, journal["paths"])
+            contents = self._history.read_blobs(current.values())
+            for path, old_blob in journal["paths"].items():
+                file = self.root / path
+                on_disk = blob_sha(file.read_bytes()) if file.exists() else None
+                if on_disk != old_blob:
+                    continue
+                new_blob = current.get(path)
+                self._sync_worktree({path: contents[new_blob] if new_blob else None})
+            # killed after writing a file but before `update-index` ran: the file is new,
+            # its index entry old (git status would show it deleted and untracked)
+            self.refresh_index()
+            log.info("finished an interrupted write of commit %s", commit[:12])
+        self.journal.clear()

@@ -1,0 +1,225 @@
+"""The git remote: reaching it (ls-remote, fetch, push) and following it (pull, replay).
+
+With a remote configured, a write is pushed before the local branch moves, and a pull
+brings the branch in line with the remote: fast-forward, or the local commits replayed onto
+the remote's head, one by one, with their authors, dates and messages.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from calendar_service.config import without_userinfo
+from calendar_service.storage.errors import PushRejected, RemoteRefused, RemoteUnavailable, StoreError
+from calendar_service.storage.gitcmd import SHA, Git
+from calendar_service.storage.history import History
+from calendar_service.storage.objects import ObjectStore, group
+from calendar_service.storage.writing import Writer
+
+log = logging.getLogger(__name__)
+
+REMOTE_TIMEOUT = 120          # seconds one fetch, push or ls-remote may take
+REMOTE_ATTEMPTS = 5           # pushes a pull tries when it keeps losing races
+REMOTE_REF_PREFIX = "refs/calendar/remote/"
+CONFLICT_REF_PREFIX = "refs/calendar/conflicts/"
+# how git reports a push that lost a race against another push (rather than a refusal)
+RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
+              "failed to update ref", "incorrect old value")
+KEPT_HEADERS = (b"author ", b"committer ", b"encoding ")   # what a replayed commit keeps of the original
+
+
+@dataclass
+class PullResult:
+    """What a pull did: the branch head after it, whether the branch moved, whether local commits
+    were pushed, and the local commits kept aside under ``refs/calendar/conflicts/``."""
+
+    head: str | None
+    moved: bool = False
+    pushed: bool = False
+    conflicts: list = field(default_factory=list)
+
+
+class Remote:
+    """One remote branch (``url``: a URL, a path or a remote name) seen from the repository."""
+
+    def __init__(self, git_cmd: Git, url: str, branch: str, run: Callable[..., bytes]):
+        self._git = git_cmd
+        self.url = url
+        self.branch = branch
+        self._run = run
+
+    @property
+    def display(self) -> str:
+        """The remote as messages may show it: without credentials."""
+        return without_userinfo(self.url)
+
+    def _call(self, *args: str) -> subprocess.CompletedProcess:
+        """Run a git command that talks to the remote (no prompts, bounded time).
+        Raises RemoteUnavailable when it does not finish within REMOTE_TIMEOUT seconds."""
+        env = dict(self._git.env)
+        for name in ("GIT_SSH_COMMAND", "GIT_SSH"):  # how the operator reaches an ssh remote
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        try:
+            return subprocess.run(self._git.argv(*args), capture_output=True, env=env, timeout=REMOTE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise RemoteUnavailable(f"git {args[0]}: the remote {self.display} did not answer "
+                                    f"within {REMOTE_TIMEOUT} s") from None
+
+    def _message(self, command: str, stderr: bytes) -> str:
+        """The reason git gave, safe to show: no credentials, no server paths, no hints."""
+        lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()
+                 if line.strip() and not line.startswith("hint:")]
+        reason = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+        if self.url:
+            reason = reason.replace(self.url, self.display)
+        return without_userinfo(f"git {command} {self.display} failed: {self._git.safe(reason)}".strip())
+
+    def head(self) -> str | None:
+        """The commit the remote branch points at, None when the remote has no such branch.
+        Reads nothing into the repository. Raises RemoteUnavailable."""
+        ref = f"refs/heads/{self.branch}"
+        proc = self._call("ls-remote", "--", self.url, ref)
+        if proc.returncode != 0:
+            raise RemoteUnavailable(self._message("ls-remote", proc.stderr))
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            sha, _, name = line.partition("\t")
+            if name == ref and SHA.match(sha):
+                return sha
+        return None
+
+    def fetch(self) -> str | None:
+        """Fetch the remote branch (into ``refs/calendar/remote/<branch>``); returns its commit,
+        None when the remote has no such branch. Raises RemoteUnavailable."""
+        tracking = REMOTE_REF_PREFIX + self.branch
+        proc = self._call("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", self.url,
+                          f"+refs/heads/{self.branch}:{tracking}")
+        if proc.returncode == 0:
+            return self._run("rev-parse", "--verify", "-q", tracking + "^{commit}").decode().strip()
+        if self.head() is None:  # reachable, but the branch does not exist (yet)
+            return None
+        raise RemoteUnavailable(self._message("fetch", proc.stderr))
+
+    def push(self, commit: str) -> None:
+        """Make the remote branch point at ``commit`` if that is a fast-forward. Nothing local
+        changes. Raises PushRejected when the remote branch moved meanwhile, RemoteRefused when
+        the remote declined for another reason, RemoteUnavailable when it could not be reached."""
+        proc = self._call("push", "--porcelain", "--", self.url, f"{commit}:refs/heads/{self.branch}")
+        if proc.returncode == 0:
+            return
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            if line.startswith("!"):
+                summary = line.split("\t")[2] if line.count("\t") >= 2 else line
+                if "[rejected]" in summary or any(w in summary for w in RACE_WORDS):
+                    raise PushRejected(f"the remote branch moved: {summary}", commit)
+                raise RemoteRefused(without_userinfo(f"the remote {self.display} refused the push: {summary}"))
+        raise RemoteUnavailable(self._message("push", proc.stderr))
+
+
+class Follower:
+    """Brings the local branch in line with the remote. Every method must run inside the
+    store's write lock."""
+
+    def __init__(self, remote: Remote, writer: Writer, history: History, objects: ObjectStore,
+                 run: Callable[..., bytes], head: Callable[[], str | None], lock: threading.RLock):
+        self.remote = remote
+        self._writer = writer
+        self._history = history
+        self._objects = objects
+        self._run = run
+        self._head = head
+        self._lock = lock
+
+    def pull(self) -> PullResult:
+        """Fetch, then: behind, fast-forward; ahead, push; diverged, replay the local commits onto
+        the remote head and push. Raises RemoteUnavailable (nothing changed) or BranchMoved
+        (an editor committed in this checkout meanwhile)."""
+        result = PullResult(self._head())
+        for attempt in range(REMOTE_ATTEMPTS):
+            remote = self.remote.fetch()
+            local = self._head()
+            if local == remote:
+                break
+            if local is None or (remote is not None and self._history.is_ancestor(local, remote)):
+                self._writer.follow(local, remote)
+                result.moved = True
+                break
+            if remote is not None and not self._history.is_ancestor(remote, local):
+                new_head, conflicts = self.replay(local, remote)
+                self._writer.follow(local, new_head)
+                result.moved = True
+                result.conflicts += conflicts
+            head = self._head()
+            if head == remote:
+                break
+            try:
+                self.remote.push(head)
+                result.pushed = True
+                break
+            except PushRejected:
+                log.info("push to %s lost a race; fetching again (%d)", self.remote.display, attempt + 1)
+            except RemoteRefused as exc:
+                log.warning("%s; the local commits stay on the branch", exc)
+                break
+        else:
+            log.warning("could not push to %s after %d attempts; the next pull tries again",
+                        self.remote.display, REMOTE_ATTEMPTS)
+        result.head = self._head()
+        return result
+
+    def follow_pushed(self, pushed: str) -> None:
+        """After ``pushed`` reached the remote but the branch moved locally (an editor's commit in
+        this checkout): replay the local commits onto it, then push them (best effort)."""
+        local = self._head()
+        new_head, conflicts = self.replay(local, pushed)
+        self._writer.follow(local, new_head)
+        if new_head != pushed:
+            try:
+                self.remote.push(new_head)
+            except StoreError as exc:
+                log.warning("local commits not pushed yet (%s); the next pull pushes them", exc)
+
+    def keep_aside(self, commit: str) -> str:
+        """Keep ``commit`` reachable under ``refs/calendar/conflicts/<sha>``; returns the ref name."""
+        ref = CONFLICT_REF_PREFIX + commit
+        self._run("update-ref", ref, commit)
+        return ref
+
+    def replay(self, local: str, onto: str) -> tuple[str, list[str]]:
+        """Replay the commits of ``local`` that ``onto`` lacks onto ``onto``, one by one, keeping
+        each one's author, committer (with dates) and message; returns (new head, kept commits).
+
+        A commit that changes a file ``onto`` changed differently is not replayed: it is kept
+        under ``refs/calendar/conflicts/<sha>`` and logged.
+        """
+        listing = self._run("rev-list", "--reverse", "--first-parent", local, "--not", onto).decode().split()
+        tip, conflicts = onto, []
+        for commit in listing:
+            with self._lock:
+                raw = self._objects.read(bytes.fromhex(commit))
+            header, _, message = raw.partition(b"\n\n")
+            lines = header.split(b"\n")
+            parents = [line[len(b"parent "):].decode() for line in lines if line.startswith(b"parent ")]
+            parent = parents[0] if parents else None
+            changes = self._history.changes(parent, commit)
+            before = self._history.entries_at(parent, changes)
+            now = self._history.entries_at(tip, changes)
+            clash = sorted(p for p, v in changes.items() if now.get(p) != before.get(p) and now.get(p) != v)
+            if clash:
+                ref = self.keep_aside(commit)
+                conflicts.append(commit)
+                log.warning("commit %s conflicts with the remote (%s); the remote's version stays on the branch, "
+                            "the commit is kept as %s", commit[:12], ", ".join(clash[:5]), ref)
+                continue
+            apply = {p: v for p, v in changes.items() if now.get(p) != v}
+            if not apply:
+                continue  # the remote has this change already
+            with self._lock:
+                tree = self._objects.write_tree(self._objects.tree_of(tip), group(apply))
+                kept = [line for line in lines if line.startswith(KEPT_HEADERS)]
+                tip = self._objects.write_commit(tree, tip, kept, message)
+        return tip, conflicts
