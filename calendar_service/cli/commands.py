@@ -22,7 +22,8 @@ from pathlib import Path
 from calendar_service.domain import records
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
 from calendar_service.config import Settings
-from calendar_service.errors import ApiError
+from calendar_service.service import errors as service_errors
+from calendar_service.service.errors import ServiceError
 from calendar_service.domain.resources import RESOURCES
 
 
@@ -128,8 +129,8 @@ def cmd_trash(options) -> int:
                 return 1
         try:
             removed = service.empty_trash(records, user)
-        except ApiError as exc:
-            print(f"error: {exc.message}" if exc.status != 403 else
+        except ServiceError as exc:
+            print(f"error: {exc.message}" if exc.kind != service_errors.FORBIDDEN else
                   f"error: {user.login} ({user.role}) may not empty the trash; editors and administrators may",
                   file=sys.stderr)
             return 2

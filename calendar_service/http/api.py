@@ -21,13 +21,13 @@ from flask import Blueprint, Response, current_app, g, request
 
 from calendar_service.domain import dates
 from calendar_service.http import docs
-from calendar_service import errors
+from calendar_service.http import errors
 from calendar_service.http import i18n
 from calendar_service.http import ical
 from calendar_service.domain import permissions
 from calendar_service.domain import queries
 from calendar_service.auth.accounts import User
-from calendar_service.errors import ApiError
+from calendar_service.http.errors import ApiError
 from calendar_service.http.params import CheckContext, CHECKS, Invalid, check_text, coerce, depth, php_nested
 from calendar_service.http.presenters import Presenter, Urls
 from calendar_service.domain.records import Record

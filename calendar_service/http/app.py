@@ -21,10 +21,11 @@ from werkzeug.exceptions import HTTPException
 from calendar_service.auth.accounts import Accounts
 from calendar_service.storage.catalog import Catalog
 from calendar_service.config import Settings
-from calendar_service.errors import ApiError, no_route
+from calendar_service.http.errors import ApiError, no_route
 from calendar_service.http.i18n import LanguageSegment
 from calendar_service.index.search import SearchIndex
 from calendar_service.service.calendar import CalendarService
+from calendar_service.service.errors import ServiceError
 from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
         return json_response(exc.body(), exc.status)
+
+    @app.errorhandler(ServiceError)
+    def service_error(exc: ServiceError):
+        error = ApiError.of(exc)
+        return json_response(error.body(), error.status)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
@@ -168,7 +174,7 @@ def open_repository(store: GitStore, settings: Settings) -> None:
         remote_ok = _first_pull(store) if settings.git_remote else True
         has_content = any((settings.content_dir / name).exists() for name in ("events", "venues", "organizers"))
         if created and settings.seed_sample and store.head() is None and not has_content and remote_ok:
-            from calendar_service.cli import sample
+            from calendar_service.service import sample
             sample.seed(store, settings.site_timezone, settings.tz)
             log.info("created the sample calendar in %s", settings.content_dir)
             if settings.git_remote:
