@@ -83,7 +83,7 @@ def main(argv=None) -> int:
             if cold:
                 svc.catalog.current().memo.clear()
                 svc.catalog._past.clear()
-                svc._logs.clear()
+                svc.history._logs.clear()
             start = time.perf_counter()
             response = client.get(API + url, headers=headers)
             times.append((time.perf_counter() - start) * 1000)

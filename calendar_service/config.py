@@ -133,10 +133,5 @@ class Settings:
         )
 
     @property
-    def git_remote_display(self) -> str:
-        """The remote as logs and messages may show it: without credentials."""
-        return without_userinfo(self.git_remote)
-
-    @property
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.site_timezone)

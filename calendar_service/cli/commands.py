@@ -17,18 +17,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from calendar_service.domain import records
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
 from calendar_service.config import Settings
-from calendar_service.errors import ApiError
+from calendar_service.domain import records
 from calendar_service.domain.resources import RESOURCES
+from calendar_service.service import errors as service_errors
+from calendar_service.service.build import NoRepository, build_service
+from calendar_service.service.calendar import CalendarService
+from calendar_service.service.errors import ServiceError
+
+# exit statuses
+FAILED = 2          # a wrong argument, a missing account or repository, a refused write
+DECLINED = 1        # the user answered no (trash empty)
+PROBLEMS = 1        # validate found problems
+NO_REPOSITORY = FAILED
+
+PROGRESS_WIDTH = 40  # characters of the progress bar
+SHORT_COMMIT = 12    # hex digits of a commit id shown
+REMAPPED_SHOWN = 20  # imported records whose id was taken, listed one by one
 
 
 def progress_bar(stage: str, done: int, total: int) -> None:
     """A plain progress bar on standard error, for the long commands (reindex, import)."""
-    width = 40
+    width = PROGRESS_WIDTH
     filled = int(width * done / total) if total else width
     sys.stderr.write(f"\r{stage:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
     if done >= total:
@@ -68,47 +82,44 @@ def cmd_user(options) -> int:
     return 0
 
 
+def _service(settings: Settings, create: bool = False) -> CalendarService | None:
+    """The service on the configured content repository (see ``build_service``); None, with a
+    message, when there is no repository and ``create`` is false."""
+    try:
+        return build_service(settings, create=create)
+    except NoRepository as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
 def cmd_reindex(options) -> int:
     import time
 
-    from calendar_service.storage.catalog import Catalog
-    from calendar_service.index.search import SearchIndex
-    from calendar_service.storage.store import GitStore
-
-    settings = Settings.from_env()
-    store = GitStore(settings.content_dir, settings.branch)
-    if not store.exists():
-        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    snapshot = Catalog(store).current()
-    loaded = time.monotonic()
-    count = SearchIndex(settings.index_dir, settings.tz).rebuild_now(snapshot, lambda done, total: progress_bar("indexing", done, total))
-    done = time.monotonic()
-    rate = count / (done - loaded) if done > loaded else 0
-    print(f"indexed {count} events of commit {snapshot.commit[:12] if snapshot.commit else '-'} "
-          f"(read {len(snapshot.files)} files in {loaded - started:.1f} s, indexed in {done - loaded:.1f} s, "
-          f"{rate:.0f} events/s)")
-    for problem in snapshot.problems:
-        print(f"skipped: {problem}", file=sys.stderr)
-    store.close()
-    return 0
+    service = _service(Settings.from_env())
+    if service is None:
+        return NO_REPOSITORY
+    try:
+        started = time.monotonic()
+        snapshot = service.snapshot()
+        loaded = time.monotonic()
+        count = service.index.rebuild_now(snapshot, lambda done, total: progress_bar("indexing", done, total))
+        done = time.monotonic()
+        rate = count / (done - loaded) if done > loaded else 0
+        print(f"indexed {count} events of commit {snapshot.commit[:SHORT_COMMIT] if snapshot.commit else '-'} "
+              f"(read {len(snapshot.files)} files in {loaded - started:.1f} s, indexed in {done - loaded:.1f} s, "
+              f"{rate:.0f} events/s)")
+        for problem in snapshot.problems:
+            print(f"skipped: {problem}", file=sys.stderr)
+        return 0
+    finally:
+        service.close()
 
 
 def cmd_trash(options) -> int:
     """List the trash, or delete trashed records for good in one commit authored by ``--user``."""
-    from calendar_service.storage.catalog import Catalog
-    from calendar_service.domain.resources import RESOURCES
-    from calendar_service.service.calendar import CalendarService
-    from calendar_service.storage.store import GitStore
-
-    settings = Settings.from_env()
-    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
-    if not store.exists():
-        print(f"error: no content repository at {settings.content_dir}", file=sys.stderr)
-        return 2
-    accounts = _accounts()
-    service = CalendarService(settings, store, Catalog(store), accounts)
+    service = _service(Settings.from_env())
+    if service is None:
+        return NO_REPOSITORY
     try:
         resources = [RESOURCES[options.type]] if options.type else None
         records = service.trashed(resources, options.older_than)
@@ -117,26 +128,27 @@ def cmd_trash(options) -> int:
         if options.action == "list" or not records:
             print(f"{len(records)} record(s) in the trash")
             return 0
-        user = accounts.get(options.user)
+        user = service.accounts.get(options.user)
         if user is None:
             print(f"error: no account {options.user!r}", file=sys.stderr)
-            return 2
+            return FAILED
         if not options.yes:
             answer = input(f"Delete these {len(records)} record(s) for good (git history keeps them)? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 print("nothing deleted")
-                return 1
+                return DECLINED
         try:
             removed = service.empty_trash(records, user)
-        except ApiError as exc:
-            print(f"error: {exc.message}" if exc.status != 403 else
+        except ServiceError as exc:
+            print(f"error: {exc.message}" if exc.kind != service_errors.FORBIDDEN else
                   f"error: {user.login} ({user.role}) may not empty the trash; editors and administrators may",
                   file=sys.stderr)
-            return 2
+            return FAILED
         print(f"deleted {removed} record(s) for good in one commit by {user.login}")
         return 0
     finally:
-        store.close()
+        service.close()
+
 
 def _content_dir(value) -> Path:
     return Path(value) if value else Settings.from_env().content_dir
@@ -152,7 +164,7 @@ def cmd_validate(options) -> int:
     root = _content_dir(options.content_dir)
     if not root.is_dir():
         print(f"error: no content directory at {root}", file=sys.stderr)
-        return 2
+        return FAILED
     snapshot = load_directory(root)
     texts: dict[str, str] = {}
 
@@ -173,7 +185,7 @@ def cmd_validate(options) -> int:
     if failing or problems:
         print(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s)", file=sys.stderr)
     if failing:
-        return 1
+        return PROBLEMS
     print(f"content OK: {sum(counts.values())} records in {len(snapshot.files)} files ("
           + ", ".join(f"{n} {name}" for name, n in counts.items()) + ")")
     return 0
@@ -237,26 +249,28 @@ def cmd_new(options) -> int:
 
 def cmd_import(options) -> int:
     from calendar_service.cli import importer
-    from calendar_service.storage.store import GitStore, StoreError
+    from calendar_service.storage.store import StoreError
 
-    settings = Settings.from_env()
-    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    # an import into a new repository creates it empty: the imported events are its content
+    settings = replace(Settings.from_env(), seed_sample=False)
+    service = build_service(settings)
     try:
         author = importer.parse_author(options.author) if options.author else None
         items = importer.load(options.file)
-        result = importer.import_events(store, items, settings.tz, author=author, message=options.commit_message,
-                                        source=Path(options.file).name, progress=progress_bar)
+        result = importer.import_events(service.store, items, settings.tz, author=author,
+                                        message=options.commit_message, source=Path(options.file).name,
+                                        progress=progress_bar, catalog=service.catalog)
     except (importer.ImportFailure, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was imported", file=sys.stderr)
-        return 2
+        return FAILED
     finally:
-        store.close()
+        service.close()
     print(result.summary())
-    for singular, old, new in result.remapped[:20]:
+    for singular, old, new in result.remapped[:REMAPPED_SHOWN]:
         print(f"  {singular} {old} is now {new} (id taken)")
-    if len(result.remapped) > 20:
-        print(f"  ... and {len(result.remapped) - 20} more (see the commit message)")
+    if len(result.remapped) > REMAPPED_SHOWN:
+        print(f"  ... and {len(result.remapped) - REMAPPED_SHOWN} more (see the commit message)")
     return 0
 
 
@@ -329,7 +343,7 @@ def main(argv=None) -> int:
         return options.func(options)
     except (AccountError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return FAILED
 
 
 if __name__ == "__main__":

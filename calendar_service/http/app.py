@@ -1,31 +1,26 @@
 """Calendar events REST service whose database is a git repository of plain files.
 
 ``create_app()`` builds the Flask application (an app factory: tests and embedding code
-pass their own settings). It opens or creates the content repository, finishes a write a
-killed process may have left half-done, and writes the sample calendar into a new
-repository.
+pass their own settings) around the service ``build_service`` makes (it opens or creates
+the content repository). The service lives as long as the app: it is closed when the app
+is garbage-collected, or at once with ``close_app(app)``.
 """
 from __future__ import annotations
 
-import atexit
-import contextlib
-import fcntl
 import io
 import logging
-import os
 import re
+import weakref
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
 
-from calendar_service.auth.accounts import Accounts
-from calendar_service.storage.catalog import Catalog
 from calendar_service.config import Settings
-from calendar_service.errors import ApiError, no_route
+from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
+                                          ApiError, no_route)
 from calendar_service.http.i18n import LanguageSegment
-from calendar_service.index.search import SearchIndex
-from calendar_service.service.calendar import CalendarService
-from calendar_service.storage.store import GitStore
+from calendar_service.service.build import build_service
+from calendar_service.service.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -42,20 +37,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
-    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
-                     remote=settings.git_remote, remote_branch=settings.git_remote_branch)
-    open_repository(store, settings)
-    accounts = Accounts(settings.users_file)
-    index = SearchIndex(settings.index_dir, settings.tz)
-    # parsed records are cached next to the index (derived data) for a quick restart
-    service = CalendarService(settings, store, Catalog(store, settings.index_dir / "records.cache"), accounts, index)
-    # load the records now rather than on the first request; bring the index up to date
-    # (inline when few files changed since it was last written, in the background otherwise)
-    index.ensure(service.snapshot(), store)
+    service = build_service(settings)
+    # the service (its pull thread, its git processes) lives as long as the app, and no longer
+    app.extensions["calendar_close"] = weakref.finalize(app, service.close)
+    service.warm_up()
     app.extensions["calendar"] = service
-    atexit.register(store.close)
-    if service.start_pulling():
-        atexit.register(service.stop_pulling)
+    service.start_pulling()
 
     from calendar_service.http.api import bp, json_response
     app.register_blueprint(bp)
@@ -66,28 +53,33 @@ def create_app(test_config: dict | None = None) -> Flask:
     def api_error(exc: ApiError):
         return json_response(exc.body(), exc.status)
 
+    @app.errorhandler(ServiceError)
+    def service_error(exc: ServiceError):
+        error = ApiError.of(exc)
+        return json_response(error.body(), error.status)
+
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
-        if exc.code in (404, 405):
+        if exc.code in (NOT_FOUND, METHOD_NOT_ALLOWED):
             error = no_route()
-        elif exc.code == 413:
+        elif exc.code == PAYLOAD_TOO_LARGE:
             error = ApiError("rest_request_too_large",
-                             f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+                             f"The request body is larger than {settings.max_body_bytes} bytes.", PAYLOAD_TOO_LARGE)
         else:
-            error = ApiError(f"rest_http_{exc.code}", exc.description or exc.name, exc.code or 400)
+            error = ApiError(f"rest_http_{exc.code}", exc.description or exc.name, exc.code or BAD_REQUEST)
         return json_response(error.body(), error.status)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
         log.exception("unexpected error on %s %s", request.method, request.path)
-        error = ApiError("rest_internal_error", "The server could not complete the request.", 500)
-        return json_response(error.body(), 500)
+        error = ApiError("rest_internal_error", "The server could not complete the request.", INTERNAL_ERROR)
+        return json_response(error.body(), error.status)
 
     @app.before_request
     def limit_body():
         # Flask enforces MAX_CONTENT_LENGTH only on bodies it reads; refuse any larger body up front
         too_large = ApiError("rest_request_too_large",
-                             f"The request body is larger than {settings.max_body_bytes} bytes.", 413)
+                             f"The request body is larger than {settings.max_body_bytes} bytes.", PAYLOAD_TOO_LARGE)
         if request.content_length is not None and request.content_length > settings.max_body_bytes:
             raise too_large
         if request.environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
@@ -123,6 +115,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     return app
 
 
+def close_app(app: Flask) -> None:
+    """Close the app's service now (stop its pull thread, release its git processes) rather
+    than when the app is garbage-collected. Requests after this fail."""
+    app.extensions["calendar_close"]()
+
+
 class RedactSecrets(logging.Filter):
     """Blank ``password=...`` (an event password tried in a query string) in access log lines."""
 
@@ -149,44 +147,3 @@ class NamespaceCase:
         if head != self.PREFIX and head.lower() == self.PREFIX:
             environ["PATH_INFO"] = self.PREFIX + path[len(self.PREFIX):]
         return self.wsgi_app(environ, start_response)
-
-
-def open_repository(store: GitStore, settings: Settings) -> None:
-    """Create the content repository (with the sample calendar) when it does not exist yet.
-
-    Several gunicorn workers may start at once: a lock on the content folder lets one of
-    them create the repository while the others wait. With a git remote, the branch is
-    pulled first; the sample is written (and pushed) only when the remote branch is empty,
-    never while the remote cannot be reached (that would start an unrelated history).
-    """
-    settings.content_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(settings.content_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        created = not store.exists()
-        store.init()
-        remote_ok = _first_pull(store) if settings.git_remote else True
-        has_content = any((settings.content_dir / name).exists() for name in ("events", "venues", "organizers"))
-        if created and settings.seed_sample and store.head() is None and not has_content and remote_ok:
-            from calendar_service.cli import sample
-            sample.seed(store, settings.site_timezone, settings.tz)
-            log.info("created the sample calendar in %s", settings.content_dir)
-            if settings.git_remote:
-                _first_pull(store)  # pushes the sample to the empty remote branch
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-    store.recover()
-
-
-def _first_pull(store: GitStore) -> bool:
-    """Bring a starting service's branch in line with the remote; False when it cannot be reached."""
-    from calendar_service.storage.store import StoreError
-    store.recover()  # a journal left by a killed process is finished before the branch moves again
-    try:
-        store.pull()
-        return True
-    except StoreError as exc:
-        log.warning("could not pull from the git remote at start: %s", exc)
-        return False

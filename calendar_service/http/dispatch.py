@@ -12,12 +12,12 @@ import json
 
 from flask import Response, g, request
 
-from calendar_service import errors
+from calendar_service.http import errors
 from calendar_service.auth.accounts import User
 from calendar_service.domain import permissions
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
-from calendar_service.errors import ApiError
+from calendar_service.http.errors import ApiError
 from calendar_service.http import i18n
 from calendar_service.http.arguments import NO_DEFAULT
 from calendar_service.http.call import Call, json_response, service

@@ -6,7 +6,7 @@ import hashlib
 from flask import request
 
 from calendar_service.domain.records import Record
-from calendar_service.errors import ApiError
+from calendar_service.http.errors import ApiError
 from calendar_service.http.call import Call, encode_json
 from calendar_service.http.presenters import Presenter
 

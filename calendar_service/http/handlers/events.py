@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from dateutil.relativedelta import relativedelta
 from flask import Response, request
 
-from calendar_service import errors
+from calendar_service.http import errors
 from calendar_service.domain import dates, queries
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical

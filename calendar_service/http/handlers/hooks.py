@@ -7,8 +7,8 @@ import json
 
 from flask import request
 
-from calendar_service import errors
-from calendar_service.errors import ApiError
+from calendar_service.http import errors
+from calendar_service.http.errors import ApiError
 from calendar_service.http.call import Call
 
 

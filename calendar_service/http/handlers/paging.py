@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from calendar_service import errors
+from calendar_service.http import errors
 from calendar_service.domain import permissions, queries
 from calendar_service.domain.resources import Resource
 from calendar_service.http.call import Call

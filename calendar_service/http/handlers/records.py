@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Response, request
 
-from calendar_service import errors
+from calendar_service.http import errors
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical

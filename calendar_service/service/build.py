@@ -1,0 +1,91 @@
+"""Making the service: the one place that opens the content repository and everything the
+service reads from (accounts, the record catalog and its cache, the search index).
+
+The web app and every command line command that reads or writes the content build the
+service here, so they all see the same settings (the git remote among them).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+
+from calendar_service.auth.accounts import Accounts
+from calendar_service.config import Settings
+from calendar_service.index.search import SearchIndex
+from calendar_service.service import sample
+from calendar_service.service.calendar import CalendarService
+from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.store import GitStore, StoreError
+
+log = logging.getLogger(__name__)
+
+RECORDS_CACHE = "records.cache"  # parsed records, kept next to the index (derived data) for a quick restart
+CONTENT_FOLDERS = ("events", "venues", "organizers")  # folders whose presence means the directory has content
+
+
+class NoRepository(LookupError):
+    """There is no content repository where the settings say (and the caller would not create one)."""
+
+
+def build_service(settings: Settings, create: bool = True) -> CalendarService:
+    """Open the content repository of ``settings`` and return the service on it.
+
+    With ``create`` a missing repository is created (with the sample calendar when
+    ``settings.seed_sample``); without, a missing one raises NoRepository. Either way a write
+    a killed process left half-done is finished and, with a git remote, the branch is
+    brought in line with the remote first. The caller closes the service (``close()``).
+    """
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
+                     remote=settings.git_remote, remote_branch=settings.git_remote_branch)
+    if not create and not store.exists():
+        raise NoRepository(f"no content repository at {settings.content_dir}")
+    try:
+        open_repository(store, settings)
+        accounts = Accounts(settings.users_file)
+        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE)
+        index = SearchIndex(settings.index_dir, settings.tz)
+    except BaseException:
+        store.close()
+        raise
+    return CalendarService(settings, store, catalog, accounts, index)
+
+
+def open_repository(store: GitStore, settings: Settings) -> None:
+    """Create the content repository (with the sample calendar) when it does not exist yet.
+
+    Several gunicorn workers may start at once: a lock on the content folder lets one of
+    them create the repository while the others wait. With a git remote, the branch is
+    pulled first; the sample is written (and pushed) only when the remote branch is empty,
+    never while the remote cannot be reached (that would start an unrelated history).
+    """
+    settings.content_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.content_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        created = not store.exists()
+        store.init()
+        remote_ok = _first_pull(store) if settings.git_remote else True
+        has_content = any((settings.content_dir / name).exists() for name in CONTENT_FOLDERS)
+        if created and settings.seed_sample and store.head() is None and not has_content and remote_ok:
+            sample.seed(store, settings.site_timezone, settings.tz)
+            log.info("created the sample calendar in %s", settings.content_dir)
+            if settings.git_remote:
+                _first_pull(store)  # pushes the sample to the empty remote branch
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    store.recover()
+
+
+def _first_pull(store: GitStore) -> bool:
+    """Bring a starting service's branch in line with the remote; False when it cannot be reached."""
+    store.recover()  # a journal left by a killed process is finished before the branch moves again
+    try:
+        store.pull()
+        return True
+    except StoreError as exc:
+        log.warning("could not pull from the git remote at start: %s", exc)
+        return False

@@ -1,0 +1,102 @@
+"""The failures of the service, without HTTP: a machine code, a message, data and a kind.
+
+The kind says what went wrong in terms of the calendar (the arguments are invalid, the
+record does not exist, the caller may not do this, ...). The HTTP layer maps each kind to
+its status in one place (``calendar_service.http.errors``); the command line reads the
+kind too.
+"""
+from __future__ import annotations
+
+# the kinds of failure
+INVALID = "invalid"                          # the arguments cannot be used
+UNAUTHENTICATED = "unauthenticated"          # the caller must sign in first
+FORBIDDEN = "forbidden"                      # the signed-in caller may not do this
+NOT_FOUND = "not_found"                      # no such record, revision or page
+GONE = "gone"                                # it existed and is no longer available (trash, expired token)
+CONFLICT = "conflict"                        # the repository changed meanwhile; nothing was changed
+PRECONDITION_FAILED = "precondition_failed"  # the caller's expectation (If-Match) no longer holds
+UNAVAILABLE = "unavailable"                  # the git remote cannot be reached; nothing was changed
+
+KINDS = (INVALID, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, GONE, CONFLICT, PRECONDITION_FAILED, UNAVAILABLE)
+
+
+class ServiceError(Exception):
+    """A failure a client can see: ``code`` (machine-readable), ``message``, ``kind`` and ``data``
+    (further fields of the error, in the order the client sees them)."""
+
+    def __init__(self, code: str, message: str, kind: str, **data):
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of failure {kind!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.kind = kind
+        self.data = data
+
+
+def invalid_params(reasons: dict[str, str], details: dict | None = None) -> ServiceError:
+    """``rest_invalid_param`` naming each bad parameter and why."""
+    return ServiceError("rest_invalid_param", "Invalid parameter(s): " + ", ".join(reasons), INVALID,
+                        params=reasons, details=details or [])
+
+
+def invalid_param(name: str, reason: str = "Invalid parameter.") -> ServiceError:
+    return invalid_params({name: reason})
+
+
+def forbidden(authenticated: bool) -> ServiceError:
+    """``rest_forbidden``: the caller may not do this (signed in or not)."""
+    return ServiceError("rest_forbidden", "Sorry, you are not allowed to do that.",
+                        FORBIDDEN if authenticated else UNAUTHENTICATED)
+
+
+def term_exists(term_id: int | None) -> ServiceError:
+    """A category or tag of that name (under that parent) or slug exists already."""
+    return ServiceError("term_exists", "A term with the name provided already exists with this parent.", INVALID,
+                        term_id=term_id)
+
+
+# The plugin's own catalogue: code -> (message, kind). Messages are paraphrased where
+# clients do not depend on their wording.
+PLUGIN = {
+    "rest-event-not-found": ("Event with ID {id} does not exist.", NOT_FOUND),
+    "rest-invalid-event-id": ("The ID {id} is not the ID of an event.", INVALID),
+    "event-no-longer-available": ("This event is no longer available", FORBIDDEN),
+    "event-not-accessible": ("The requested event is not accessible", FORBIDDEN),
+    "event-password-protected": ("The requested event is not accessible without a password", FORBIDDEN),
+    "venue-not-accessible": ("The requested venue is not accessible", FORBIDDEN),
+    "organizer-not-accessible": ("The requested organizer is not accessible", FORBIDDEN),
+    "event-archive-page-not-found": ("The requested event archive page does not exist", NOT_FOUND),
+    "venue-archive-page-not-found": ("The requested venue archive page does not exist", NOT_FOUND),
+    "organizer-archive-page-not-found": ("The requested organizer archive page does not exist", NOT_FOUND),
+    "event-is-in-trash": ("The event with ID {id} is already in the trash.", GONE),
+    "venue-is-in-trash": ("The venue with ID {id} is already in the trash.", GONE),
+    "organizer-is-in-trash": ("The organizer with ID {id} is already in the trash.", GONE),
+    "could-not-create-venue": ("The venue could not be created from the provided data.", INVALID),
+    "could-not-create-organizer": ("The organizer could not be created from the provided data.", INVALID),
+}
+
+
+def plugin_error(code: str, **fmt) -> ServiceError:
+    """An error of the plugin's own catalogue, of its documented kind."""
+    message, kind = PLUGIN[code]
+    return ServiceError(code, message.format(**fmt), kind)
+
+
+def conflict(message: str) -> ServiceError:
+    """The write could not be applied to the repository as it now is; nothing was changed."""
+    return ServiceError("calendar-write-conflict", message, CONFLICT)
+
+
+def remote_unavailable(message: str) -> ServiceError:
+    """The git remote could not be reached or refused the push; nothing was changed."""
+    return ServiceError("calendar-remote-unavailable", message, UNAVAILABLE)
+
+
+def revision_not_found(commit: str, singular: str, record_id: int) -> ServiceError:
+    return ServiceError("rest_revision_not_found", f"No revision {commit} of {singular} {record_id}.", NOT_FOUND)
+
+
+def changes_token_expired() -> ServiceError:
+    return ServiceError("rest_changes_token_expired",
+                        "The token is unknown or expired; read everything again and start from a new token.", GONE)

@@ -1,0 +1,170 @@
+"""The history of records: their revisions (the commits that changed their file) and the
+feed of changes since a token (a commit of the branch).
+
+Both read git through the store: one ``git log`` per resource folder, kept and extended
+as the branch moves forward, and the diff between two commits.
+"""
+from __future__ import annotations
+
+import re
+
+from calendar_service.auth.accounts import User
+from calendar_service.domain import records
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import RESOURCES
+from calendar_service.service import errors
+from calendar_service.service.errors import ServiceError
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.store import ZERO, GitStore
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full commit id, as change tokens are
+
+
+class History:
+    """Revisions and changes of the records of one store. ``check_readable(record, user)``
+    (the service's) raises when ``user`` may not read ``record``."""
+
+    def __init__(self, store: GitStore, catalog: Catalog, check_readable):
+        self.store = store
+        self.catalog = catalog
+        self.check_readable = check_readable
+        self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
+
+    def history(self, record: Record, snapshot: Snapshot) -> list[dict]:
+        """The commits of the branch that changed ``record``'s file, newest first.
+
+        One ``git log`` of the resource's folder (kept per commit), walked backwards while
+        tracking the path the record lives at: where a commit adds that path and deletes
+        another file of the folder holding the same id, the record was renamed (its slug
+        changed) and is followed to the old path. Only those deleted blobs are read, in
+        process. The walk stops at the commit that created the record.
+        """
+        key = ("history", record.resource.name, record.id)
+        found = snapshot.memo.get(key)
+        if found is not None:
+            return found
+        commits = self._folder_log(record.resource.folder, snapshot)
+        path = record.path
+        found = []
+        for entry in commits:
+            hit = next((c for c in entry["changes"] if c[1] == path), None)
+            if hit is None:
+                continue
+            found.append(entry)
+            if hit[0] != "A":
+                continue
+            path = None  # added here: renamed from a file this commit deleted, or created
+            for status, old_path, old_blob, _ in entry["changes"]:
+                if status == "D" and old_blob and self._holds(old_path, old_blob, record):
+                    path = old_path
+                    break
+            if path is None:
+                break
+        snapshot.memo[key] = found
+        return found
+
+    def _folder_log(self, folder: str, snapshot: Snapshot) -> list[dict]:
+        """The folder's history at the snapshot's commit. The last one read is kept: when the
+        branch moved forward only the new commits are asked of git."""
+        commits = snapshot.memo.get(("log", folder))
+        if commits is not None:
+            return commits
+        logs = self._logs
+        known = logs.get(folder)
+        if known and known[0] == snapshot.commit:
+            commits = known[1]
+        elif known and snapshot.commit and self.store.is_ancestor(known[0], snapshot.commit):
+            commits = self.store.log(folder, snapshot.commit, since=known[0]) + known[1]
+        else:
+            commits = self.store.log(folder, snapshot.commit)
+        if snapshot.commit:
+            logs[folder] = (snapshot.commit, commits)
+        snapshot.memo[("log", folder)] = commits
+        return commits
+
+    def _holds(self, path: str, blob: str, record: Record) -> bool:
+        raw = self.store.read_object(blob)
+        old, _ = records.parse(path, raw) if raw is not None else (None, [])
+        return old is not None and old.resource is record.resource and old.id == record.id
+
+    def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
+        """``record``'s revisions, newest first: commit, author (name, email), date (ISO 8601),
+        message; made through the API or in git, followed across slug renames."""
+        return [{k: entry[k] for k in ("commit", "author", "date", "message")}
+                for entry in self.history(record, snapshot or self.catalog.current())]
+
+    def revision_at(self, record: Record, commit: str) -> tuple[Snapshot, Record]:
+        """The snapshot of ``commit`` (hex, 4 to 40 digits, on the branch) and ``record`` as it
+        was there. Raises ``rest_revision_not_found`` (not found) when the commit is unknown, not on
+        the branch, or did not contain the record."""
+        missing = errors.revision_not_found(commit, record.resource.singular, record.id)
+        head = self.catalog.current().commit
+        sha = self.store.resolve_commit(commit)
+        if sha is None or head is None or not self.store.is_ancestor(sha, head):
+            raise missing
+        past = self.catalog.at(sha)
+        old = past.get(record.resource, record.id)
+        if old is None:
+            raise missing
+        return past, old
+
+    def changes(self, since: str | None, user: User | None) -> tuple[list[dict] | None, str]:
+        """The net changes since ``since`` (a ``next_token``) and the token of now.
+
+        Returns (None, token) without ``since``. Each record appears once, compared as it was
+        at the token's commit and as it is now, from the caller's point of view: ``created``
+        when it was not readable by the caller then and is now, ``deleted`` the other way
+        round (also trash, a draft, a broken file), ``updated`` when readable both times and
+        its file changed (a slug rename moves the file: same id, an update). Records readable
+        at neither end (a draft, something created and deleted within the span) are left out.
+        Raises ``rest_changes_token_expired`` (gone) for a token that is malformed or not a commit
+        of the branch (history rewritten): the client must resync.
+        """
+        snapshot = self.catalog.current()
+        head = snapshot.commit
+        token = head or ZERO
+        if since is None:
+            return None, token
+        if not isinstance(since, str) or not COMMIT_ID.fullmatch(since) or (
+                since != ZERO and (head is None or not self.store.is_ancestor(since, head))):
+            raise errors.changes_token_expired()
+        if since == head or head is None:
+            return [], token
+        diff = self.store.diff(None if since == ZERO else since, head)
+        old_contents = self.store.read_blobs(old for old, _ in diff.values() if old)
+        before: dict = {}
+        after: dict = {}
+        for path, (old_blob, new_blob) in diff.items():
+            resource = records.resource_of_path(path)
+            if resource is None:
+                continue
+            if old_blob and old_blob in old_contents:
+                old, _ = records.parse(path, old_contents[old_blob])
+                if old is not None:
+                    before[(resource.name, old.id)] = old
+            entry = snapshot.files.get(path) if new_blob else None
+            new = entry[1] if entry else None
+            if new is not None and snapshot.get(resource, new.id) is new:
+                after[(resource.name, new.id)] = new
+        for key in before:  # another file may still serve that id (a duplicate written by hand)
+            if key not in after:
+                current = snapshot.get(RESOURCES[key[0]], key[1])
+                if current is not None:
+                    after[key] = current
+        order = {name: i for i, name in enumerate(RESOURCES)}
+        found = []
+        for key in sorted(set(before) | set(after), key=lambda k: (order[k[0]], k[1])):
+            was = key in before and self._readable(before[key], user)
+            now = key in after and self._readable(after[key], user)
+            if was or now:
+                action = "updated" if was and now else "created" if now else "deleted"
+                found.append({"type": key[0], "id": key[1], "action": action})
+        return found, token
+
+    def _readable(self, record: Record, user: User | None) -> bool:
+        try:
+            self.check_readable(record, user)
+        except ServiceError:
+            return False
+        return True

@@ -1,0 +1,115 @@
+"""The git remote: catching up when a push is refused, pulling on demand and periodically.
+
+With a remote configured every write is pushed as part of its commit (see the store); this
+module handles what happens around that: a push refused because someone pushed first, a
+pull asked for by the webhook, and the pull thread of each process.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from calendar_service.config import Settings
+from calendar_service.service import errors
+from calendar_service.service.errors import ServiceError
+from calendar_service.storage.store import BranchMoved, GitStore, PullResult, RemoteError, RemoteRefused, StoreError
+
+log = logging.getLogger(__name__)
+
+PULL_ATTEMPTS = 3       # pulls tried while editors keep committing in the checkout
+SHORT_COMMIT = 12       # hex digits of a commit id shown in the log
+JOIN_SECONDS = 5.0      # how long close() waits for the pull thread to finish a pull under way
+
+
+class RemoteSync:
+    """Keeps one store's branch in line with the git remote of ``settings`` (when there is one)."""
+
+    def __init__(self, settings: Settings, store: GitStore):
+        self.settings = settings
+        self.store = store
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def has_remote(self) -> bool:
+        return bool(self.settings.git_remote)
+
+    def catch_up(self, base: str | None, changes: dict, rejected: str) -> None:
+        """After the remote refused ``rejected`` (someone pushed first): bring the branch to the
+        remote head, then raise a conflict if the remote changed a file this write modifies
+        differently (the rejected commit is kept under ``refs/calendar/conflicts/``). Call under
+        the write lock.
+        """
+        try:
+            self.store.pull_locked()
+        except BranchMoved:
+            return  # an editor committed in the checkout meanwhile: the caller recomputes anyway
+        except RemoteError as exc:
+            raise self.failure(exc, "The write was not applied.") from None
+        clash = self.store.clashes(base, self.store.head(), changes)
+        if clash:
+            ref = self.store.keep_aside(rejected)
+            log.warning("write conflicts with the remote (%s); refused as a conflict, kept as %s", ", ".join(clash), ref)
+            raise errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
+                                  + "); the write was not applied. Reload it and try again.")
+
+    @staticmethod
+    def failure(exc: RemoteError, outcome: str) -> ServiceError:
+        """The error a client gets; the details (remote address, git's reason) go to the log only."""
+        log.warning("git remote: %s", exc)
+        what = "refused the push" if isinstance(exc, RemoteRefused) else "could not be reached"
+        return errors.remote_unavailable(f"The git remote {what}. {outcome} Try again later.")
+
+    def pull(self) -> PullResult:
+        """Fetch the git remote and bring the branch in line with it (see ``GitStore.pull``).
+
+        Raises ``unavailable`` when the remote cannot be reached, a conflict when the branch
+        kept moving.
+        """
+        if not self.has_remote:
+            raise errors.remote_unavailable("No git remote is configured.")
+        for _ in range(PULL_ATTEMPTS):
+            try:
+                return self.store.pull()
+            except BranchMoved:
+                continue  # an editor committed in the checkout meanwhile
+            except RemoteError as exc:
+                raise self.failure(exc, "Nothing was pulled.") from None
+        raise errors.conflict("the content repository kept changing; pull again")
+
+    def start(self) -> threading.Thread | None:
+        """Start the daemon thread that pulls every ``pull_interval`` seconds (none when there is no
+        remote or the interval is 0). Each gunicorn worker runs one; the write lock keeps them apart."""
+        if not self.has_remote or self.settings.pull_interval <= 0 or self._stop.is_set():
+            return None
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="calendar-pull", daemon=True)
+            self._thread.start()
+        return self._thread
+
+    def stop(self) -> None:
+        """Stop the pull thread, letting a pull under way finish (for at most JOIN_SECONDS)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(JOIN_SECONDS)
+
+    def _loop(self) -> None:
+        failing = None  # the last failure, logged once rather than every interval
+        while not self._stop.wait(self.settings.pull_interval):
+            try:
+                # a cheap look first: lock and fetch only when the remote and the branch differ
+                if self.store.remote_head() != self.store.head():
+                    result = self.store.pull()
+                    if result.moved or result.pushed:
+                        log.info("pulled %s: branch at %s", self.store.remote_display,
+                                 (result.head or "")[:SHORT_COMMIT])
+                if failing:
+                    log.info("periodic pull works again")
+                failing = None
+            except StoreError as exc:
+                if str(exc) != failing:
+                    log.warning("periodic pull failed (retrying every %g s): %s", self.settings.pull_interval, exc)
+                failing = str(exc)
+            except Exception:
+                log.exception("periodic pull failed")

@@ -1,0 +1,65 @@
+"""The trash: listing trashed events, venues and organizers, and deleting them for good.
+
+Trashing is an update (status ``trash``, see ``writes.Writer.delete``); emptying the trash
+removes the files in one commit, and git history keeps every one of them.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from calendar_service.domain import dates
+from calendar_service.domain.records import Record
+from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES
+from calendar_service.service.writes import WritePlan
+from calendar_service.domain.snapshot import Snapshot
+
+TRASHABLE = (EVENTS, VENUES, ORGANIZERS)
+
+
+def trashed(snapshot: Snapshot, resources=None, older_than_days: float | None = None) -> list[Record]:
+    """The trashed records of ``resources`` (default: all that have a trash), optionally only
+    those last modified more than ``older_than_days`` days ago."""
+    cutoff = None
+    if older_than_days is not None:
+        cutoff = dates.fmt(dates.utc_now() - timedelta(days=older_than_days))
+    found = []
+    for resource in resources or TRASHABLE:
+        for record in snapshot.all(resource):
+            if record.status != "trash":
+                continue
+            if cutoff is not None and (record.data.get("modified_utc") or "") > cutoff:
+                continue
+            found.append(record)
+    return sorted(found, key=lambda r: (r.resource.name, r.id))
+
+
+def emptying(records: list[Record], removed: list[Record]):
+    """The build (see ``writes.Writer``) that deletes the files of trashed ``records`` for good.
+
+    Only records still in the trash at the branch head are removed (one restored meanwhile
+    is kept); ``removed`` receives them. Events whose ``post_parent`` names a removed event
+    lose that link.
+    """
+    wanted = {(r.resource.name, r.id) for r in records}
+
+    def build(plan: WritePlan):
+        removed.clear()
+        for resource_name, record_id in sorted(wanted):
+            current = plan.snapshot.by_id[resource_name].get(record_id)
+            if current is None or current.status != "trash":
+                continue
+            plan.remove(current)
+            removed.append(current)
+            plan.notes.append(f'Delete {current.resource.singular} {current.id} "{current.title}" for good')
+        if not removed:
+            return None
+        gone = {r.id for r in removed if r.resource is EVENTS}
+        for event in plan.snapshot.all(EVENTS):
+            if event.data.get("post_parent") in gone and (EVENTS.name, event.id) not in wanted:
+                data = dict(event.data)
+                data["post_parent"] = None
+                plan.put(EVENTS, data, old_path=event.path)
+                plan.notes.append(f"Unlink event {event.id} from its removed parent")
+        return f"Empty the trash: {len(removed)} record(s)", None
+
+    return build
