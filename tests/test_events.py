@@ -18,9 +18,8 @@ import pytest
 import yaml
 
 from calendar_service import create_app
-from conftest import Client, Git
+from conftest import API, Client, Git
 
-API = "/calendar/events/v1"
 BASE = "http://localhost" + API
 
 # Key order of an event object (samples/event_single.json); single GET appends json_ld.

@@ -44,18 +44,6 @@ def no_route(response) -> dict:
     return assert_envelope(response, 404, "rest_no_route")
 
 
-@pytest.fixture
-def world(factory):
-    """Two records of each post type (one for the id route, one for the slug route) and one of each term."""
-    return {
-        "events": [factory.event(), factory.event()],
-        "venues": [factory.venue(), factory.venue()],
-        "organizers": [factory.organizer(), factory.organizer()],
-        "categories": [factory.category()],
-        "tags": [factory.tag()],
-    }
-
-
 def create_body(resource: str, n: int) -> dict:
     return {
         "events": {"title": f"Routed event {n}", "start_date": "tomorrow 10am", "end_date": "tomorrow 11am"},

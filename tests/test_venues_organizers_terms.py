@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from calendar_service.auth.accounts import Accounts
+from conftest import API
 
-API = "/calendar/events/v1"
 BASE = "http://localhost" + API
 SITE = "http://localhost"
 
