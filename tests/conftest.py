@@ -196,3 +196,15 @@ def factory(admin):
             return r.get_json()
 
     return Factory()
+
+
+@pytest.fixture
+def world(factory):
+    """Two records of each post type (one for the id route, one for the slug route) and one of each term."""
+    return {
+        "events": [factory.event(), factory.event()],
+        "venues": [factory.venue(), factory.venue()],
+        "organizers": [factory.organizer(), factory.organizer()],
+        "categories": [factory.category()],
+        "tags": [factory.tag()],
+    }

@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import API
+
 ROOT = Path(__file__).resolve().parent.parent
-API = "/calendar/events/v1"
 
 
 def free_port() -> int:

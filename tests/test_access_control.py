@@ -1,4 +1,4 @@
-"""Access control as a matrix (issue 4, BEHAVIOR.md 1.4, 3, 9.1, 10, 12): every role against
+"""Access control as a matrix (issue 4): every role against
 every kind of write, every status against every kind of reader, passwords in single and list
 reads, by id and by slug, and the trash emptied for good from the command line.
 
@@ -81,7 +81,8 @@ def _run(repo, client, role, method, path, kind, expected):
 
 # ----------------------------------------------------------------------------- writes: posts
 
-# (owner, status) of the record -> roles allowed to update and delete it (BEHAVIOR.md 1.4, 16.1)
+# (owner, status) of the record -> roles allowed to update and delete it: editors and administrators
+# any record; authors their own; contributors only their own drafts and pending records
 POST_CASES = {
     ("administrator", "publish"): {"editor", "administrator"},
     ("administrator", "draft"): {"editor", "administrator"},

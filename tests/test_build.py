@@ -104,4 +104,4 @@ def test_close_app_closes_the_service_once(paths):
     service.snapshot()
     close_app(app)
     close_app(app)  # a second close does nothing
-    assert service.store._repo is None
+    assert service.store._objects._repo is None

@@ -11,8 +11,15 @@ waits until the index reflects the branch head, and every list request asserts i
 answered from the index) and once with the index switched off, so by scanning. The last
 test checks the two paths agree on a few hundred random queries.
 
-Expected values follow /work/shared/spec/BEHAVIOR.md sections 5, 6, 16.4-16.13, 16.40
-(Archive_EventTest) and 18, and API.md 4.2.
+Expected values are the original plugin's. The rules they check: an event matches start_date
+when it starts at or after it and end_date when it ends at or before it (so it lies inside the
+window); starts_before / starts_after / ends_before / ends_after are strict; without
+strict_dates, start_date means the start of its day and the other bounds the end of theirs;
+the default window runs from yesterday 00:00 (site time) for 24 months, and a relative bound
+drops the defaults. search needs every word in title, excerpt or description; categories,
+tags, venue and organizer match any of the listed ids or slugs; include ignores dates and
+orders by publication date then id; hidden events never appear in lists. Lists are ordered by
+start, then publication date, then id.
 """
 from __future__ import annotations
 

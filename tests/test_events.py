@@ -1,9 +1,9 @@
 """Event endpoints over HTTP: create, read, update, delete and the basics of the list.
 
 Every test runs the real app on its own git repository (see conftest.py). Expected values
-come from the spec (/work/shared/spec/API.md, BEHAVIOR.md sections 4.1, 5, 6, 9.1, 9.3, 10,
-11, 16.14-16.18) and from the original's recorded responses (spec/samples/), copied inline
-so this file does not depend on the spec folder at run time.
+are the original plugin's: the event object's fields and their order, list pagination,
+creating and updating (with linked venues and organizers), deleting to the trash and for
+good, and the error codes; key orders are those of its recorded responses, copied inline.
 """
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ import pytest
 import yaml
 
 from calendar_service import create_app
-from conftest import Client, Git
+from conftest import API, Client, Git
 
-API = "/calendar/events/v1"
 BASE = "http://localhost" + API
 
 # Key order of an event object (samples/event_single.json); single GET appends json_ld.

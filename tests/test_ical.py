@@ -44,7 +44,7 @@ def local(day: date, hour: int, minute: int = 0) -> str:
     return f"{day.isoformat()} {hour:02d}:{minute:02d}:00"
 
 
-class World:
+class HandWritten:
     """Record files written by hand and committed at once."""
 
     def __init__(self, repo):
@@ -100,8 +100,8 @@ def app(make_app):
 
 
 @pytest.fixture
-def world(repo, app):
-    return World(repo)
+def by_hand(repo, app):
+    return HandWritten(repo)
 
 
 def parse(r) -> icalendar.Calendar:
@@ -160,9 +160,9 @@ def check_times(vevent, event: dict) -> None:
 
 
 @pytest.fixture
-def calendar(world):
+def calendar(by_hand):
     """Events in several zones (two DST transitions), all-day, venues, organizers, a password."""
-    w = world
+    w = by_hand
     music, jazz = w.category("Music"), w.category("Jazz")
     hall = w.venue("Riverside Hall", address="12 Quay Street", city="Springfield", stateprovince="IL", zip="62701",
                    country="United States", geo_lat=39.799, geo_lng=-89.644)
@@ -324,9 +324,9 @@ def test_feed_follows_changes_to_events_and_what_they_refer_to(calendar, anon, a
 
 
 @pytest.fixture
-def many(world):
+def many(by_hand):
     """45 events over 90 days: categories, venues, organizers, words and flags vary."""
-    w = world
+    w = by_hand
     cats = [w.category(name) for name in ("Music", "Sports", "Family")]
     venues = [w.venue(f"Venue {n}") for n in range(3)]
     organizers = [w.organizer(f"Organizer {n}") for n in range(2)]
@@ -410,9 +410,9 @@ def test_an_empty_feed_is_a_calendar(app, anon):
     ("text/*", True),                             # JSON is not acceptable at all
     ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", False),
 ])
-def test_content_negotiation(world, anon, accept, ical):
-    world.event(local(TODAY + timedelta(days=2), 9), local(TODAY + timedelta(days=2), 10))
-    world.commit()
+def test_content_negotiation(by_hand, anon, accept, ical):
+    by_hand.event(local(TODAY + timedelta(days=2), 9), local(TODAY + timedelta(days=2), 10))
+    by_hand.commit()
     r = anon.get("/events", headers={"Accept": accept} if accept else {})
     assert r.status_code == 200
     assert r.mimetype == ("text/calendar" if ical else "application/json")
@@ -428,9 +428,9 @@ def test_cors_keeps_vary_accept(make_app):
     assert r.status_code == 200 and {v.strip() for v in r.headers["Vary"].split(",")} == {"Accept", "Origin"}
 
 
-def test_the_ical_argument_wins_over_accept(world, anon):
-    world.event(local(TODAY + timedelta(days=2), 9), local(TODAY + timedelta(days=2), 10))
-    world.commit()
+def test_the_ical_argument_wins_over_accept(by_hand, anon):
+    by_hand.event(local(TODAY + timedelta(days=2), 9), local(TODAY + timedelta(days=2), 10))
+    by_hand.commit()
     assert anon.get("/events?ical=1", headers={"Accept": "application/json"}).mimetype == "text/calendar"
     assert anon.get("/events?ical=true").mimetype == "text/calendar"
     assert anon.get("/events?ical=0", headers={"Accept": "text/calendar"}).mimetype == "application/json"

@@ -1,5 +1,7 @@
-"""Venues, organizers, categories and tags over HTTP (BEHAVIOR.md 3.2, 3.3, 4.2-4.4, 5, 7, 8, 9.4-9.6, 10, 11,
-16.19-16.39), against a real git content repository.
+"""Venues, organizers, categories and tags over HTTP, as the original plugin serves them: who may
+read and write each kind, the objects' fields and their order, list pagination and headers, the
+list filters (search, has_events, event, only_with_upcoming, hide_empty, parent, ...), creating,
+updating and deleting, and the error codes; against a real git content repository.
 
 Venues and organizers mirror each other, and so do categories and tags: most tests run once per kind through
 the ``linked`` and ``term`` fixtures. Large data sets (pagination, the per_page cap) are written straight into
@@ -15,12 +17,12 @@ import pytest
 import yaml
 
 from calendar_service.auth.accounts import Accounts
+from conftest import API
 
-API = "/calendar/events/v1"
 BASE = "http://localhost" + API
 SITE = "http://localhost"
 
-# Key orders of the original's responses (shared/spec/samples/*.json).
+# Key orders of the original's recorded responses (create and single read).
 VENUE_CREATE_KEYS = ["id", "author", "status", "date", "date_utc", "modified", "modified_utc", "url", "venue", "slug",
                      "address", "city", "country", "state", "zip", "phone", "website", "stateprovince", "show_map",
                      "show_map_link", "global_id", "global_id_lineage"]
@@ -28,7 +30,7 @@ VENUE_SINGLE_KEYS = VENUE_CREATE_KEYS[:18] + ["json_ld"] + VENUE_CREATE_KEYS[18:
 ORGANIZER_CREATE_KEYS = ["id", "author", "status", "date", "date_utc", "modified", "modified_utc", "url", "organizer",
                          "slug", "phone", "website", "email", "global_id", "global_id_lineage"]
 ORGANIZER_SINGLE_KEYS = ORGANIZER_CREATE_KEYS[:13] + ["json_ld"] + ORGANIZER_CREATE_KEYS[13:]
-# BEHAVIOR 4.2 / 4.3: the full build order, before empty values are dropped.
+# The order in which the original builds a venue / organizer object, before empty values are dropped.
 VENUE_FULL_ORDER = ["id", "author", "status", "date", "date_utc", "modified", "modified_utc", "url", "venue",
                     "description", "excerpt", "slug", "image", "address", "city", "country", "province", "state",
                     "zip", "phone", "website", "stateprovince", "geo_lat", "geo_lng", "json_ld", "show_map",

@@ -1,11 +1,5 @@
 """The Whoosh index: derived data that answers event lists fast, always rebuildable from git.
 
-One Whoosh document per event file, holding what the list filters need: UTC start and end
-as epoch seconds (computed from each event's own time zone when the file is indexed), the
-publication date, status, author, flags, the raw references to categories, tags, venues
-and organizers (ids and, where editors wrote them, slugs), and the analysed text of title,
-excerpt and description.
-
 The index records the commit it reflects (``STATE``). When the branch moves, ``sync``
 applies only the files changed since that commit; a missing, stale, corrupt or
 old-schema index is rebuilt (small repositories inline, large ones in a background
@@ -13,236 +7,45 @@ thread). One writer at a time across processes (a file lock); readers never wait
 the index is behind the branch, lists are answered by scanning the snapshot, with the same
 results.
 
-Reading is built for speed: a searcher stays open until the index changes, and per index
-generation the start/end/publish columns are read once and the events are kept sorted by
-(start, publish date, id), so a date window is a bisect and filters are set lookups.
+Reading is built for speed: a searcher stays open until the index changes (``view``).
+The parts: ``schema`` (what a document holds), ``view`` (one generation as the lists read
+it), ``query`` (answering an event list), ``writer`` (Whoosh's writer with a speed fix);
+this module keeps the index on disk in step with the branch.
 """
 from __future__ import annotations
 
-import bisect
 import contextlib
 import fcntl
 import json
 import logging
 import os
 import shutil
-import struct
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from whoosh import columns, fields, index as whoosh_index
-from whoosh.analysis import SpaceSeparatedTokenizer
-from whoosh.codec import whoosh3
-from whoosh.reading import TermNotFound
+from whoosh import index as whoosh_index
 
-from calendar_service.domain import dates
-from calendar_service.domain.snapshot import Snapshot, ref_term
-from calendar_service.domain.queries import EventQuery, Page, analyse, event_text, search_words
-from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
+from calendar_service.index.query import events
+from calendar_service.index.schema import SCHEMA_VERSION, event_document, make_schema
+from calendar_service.index.view import IndexView
+from calendar_service.index.writer import open_writer
+from calendar_service.domain.snapshot import Snapshot
+
+__all__ = ["SearchIndex", "IndexView", "events", "event_document", "make_schema", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
 INLINE_LIMIT = 500          # changes up to this many files are applied in the request that notices them
 # A replaced generation may still be read by requests that began before; it is closed once it has
 # been retired this long or this many newer ones have come (a closed reader raises ReaderClosed).
 RETIRE_SECONDS = 10
 MAX_RETIRED = 4
-
-
-def _cached_reader(self, fieldname, column):
-    """Whoosh 2.7.4's W3PerDocReader._cached_reader, remembering a missing column too.
-
-    Writing a segment asks for the length column of the field of every posting; for the
-    fields without one (ids, keywords) the original answers with a ``stat`` each time:
-    three quarters of a full reindex went there. A segment's files never change once
-    written, so remembering "no such column" is safe.
-    """
-    if fieldname in self._readers:
-        return self._readers[fieldname]
-    reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
-    self._readers[fieldname] = reader
-    return reader
-
-
-whoosh3.W3PerDocReader._cached_reader = _cached_reader
-
-
-def make_schema() -> fields.Schema:
-    keyword = dict(commas=True, scorable=False, lowercase=False)
-    return fields.Schema(
-        path=fields.ID(stored=True, unique=True),
-        # columns only: lists read them once per generation, nothing searches them as terms
-        rid=fields.COLUMN(columns.NumericColumn("q")),
-        rid_key=fields.ID(stored=True),
-        status=fields.ID(),
-        author=fields.ID(),
-        start=fields.COLUMN(columns.NumericColumn("q")),
-        end=fields.COLUMN(columns.NumericColumn("q")),
-        pub=fields.COLUMN(columns.NumericColumn("q")),
-        flags=fields.KEYWORD(**keyword),
-        parent=fields.ID(),
-        categories=fields.KEYWORD(**keyword),
-        tags=fields.KEYWORD(**keyword),
-        venue=fields.KEYWORD(**keyword),
-        organizer=fields.KEYWORD(**keyword),
-        # words analysed by queries.analyse (the same words the scanning path matches)
-        text=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False),
-    )
-
-
-def _epoch(moment: datetime) -> int:
-    return int(moment.timestamp())
-
-
-def _bound(moment: datetime) -> float:
-    """A query bound as epoch seconds, fractions kept (stored times are whole seconds)."""
-    return moment.timestamp()
-
-
-def event_document(record: Record, site_tz) -> dict:
-    """The index document of one event."""
-    data = record.data
-    tz = dates.zone(data.get("timezone"), site_tz)
-    start = dates.read_local(data["start_date"], tz)
-    end = dates.read_local(data["end_date"], tz)
-    pub = dates.read_local(data.get("date_utc") or "1970-01-01 00:00:00", timezone.utc)
-    flags = [name for name in ("featured", "hide_from_listings", "sticky") if data.get(name)]
-    doc = {
-        "path": record.path,
-        "rid": record.id,
-        "rid_key": str(record.id),
-        "status": record.status,
-        "author": str(data.get("author") or 0),
-        "start": _epoch(start),
-        "end": _epoch(end),
-        "pub": _epoch(pub),
-        "flags": ",".join(flags) or None,
-        "parent": str(data["post_parent"]) if data.get("post_parent") else None,
-        # the scanning path's words when it has them; not kept on the record otherwise (memory)
-        "text": " ".join(record.__dict__.get("_tokens") or set(analyse(event_text(record)))),
-    }
-    for key in ("categories", "tags", "venue", "organizer"):
-        refs = [ref_term(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
-        doc[key] = ",".join(refs) or None
-    return {k: v for k, v in doc.items() if v is not None}
-
-
-def _read_column(reader, name: str) -> dict:
-    """docnum -> value of a numeric column for every live document, a segment at a time.
-
-    A segment's column is one run of fixed-size big-endian numbers: unpacking it in one
-    call is what makes a new index generation (after every write) cheap; whoosh's
-    per-document access costs ~10 us a value.
-    """
-    out = {}
-    for leaf, offset in reader.leaf_readers():
-        count = leaf.doc_count_all()
-        column = leaf.column_reader(name, translate=False)
-        try:
-            n = min(column._count, count)
-            raw = column._dbfile.get(column._basepos, n * column._fixedlen)
-            values = list(struct.unpack(f"!{n}{column._typecode}", raw)) + [column._default] * (count - n)
-        except AttributeError:  # not a plain numeric column reader (e.g. a segment without the column)
-            values = [column[i] for i in range(count)]
-        for d in leaf.all_doc_ids():
-            out[offset + d] = values[d]
-    return out
-
-
-class IndexView:
-    """One generation of the index, opened once and shared by every request until the next."""
-
-    def __init__(self, ix, commit: str):
-        self.commit = commit
-        self.searcher = ix.searcher()
-        reader = self.searcher.reader()
-        self.reader = reader
-        live = list(reader.all_doc_ids())
-        self.rid, self.start, self.end, self.pub = {}, {}, {}, {}
-        if live:  # whoosh has no columns to read in an index without documents
-            for name, target in (("rid", self.rid), ("start", self.start), ("end", self.end), ("pub", self.pub)):
-                target.update(_read_column(reader, name))
-        self.order = sorted(live, key=lambda d: (self.start[d], self.pub[d], self.rid[d]))
-        self.sorted_starts = [self.start[d] for d in self.order]
-        self.by_rid = {rid: d for d, rid in self.rid.items()}
-        self.pos = {d: i for i, d in enumerate(self.order)}
-        self.live = frozenset(self.order)
-        # shortest and longest duration: an end bound only needs checking near the window's edge
-        durations = [self.end[d] - self.start[d] for d in self.order]
-        self.min_duration = min(durations, default=0)
-        self.max_duration = max(durations, default=0)
-        self._visible: dict = {}
-        self._sets: dict[tuple[str, str], frozenset] = {}
-        self._searches: dict[str, frozenset] = {}
-        self._lock = threading.Lock()
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.searcher.close()
-
-    def docs(self, field: str, term: str) -> frozenset:
-        """Documents carrying ``term`` in ``field`` (cached for this generation)."""
-        key = (field, term)
-        found = self._sets.get(key)
-        if found is None:
-            try:
-                found = frozenset(self.reader.postings(field, term).all_ids())
-            except TermNotFound:
-                found = frozenset()
-            with self._lock:
-                self._sets[key] = found
-        return found
-
-    def visible(self, statuses, user) -> frozenset:
-        """Documents of these statuses that ``user`` may list, hidden ones left out (cached)."""
-        key = (tuple(statuses), None if user is None else (user.id, user.can("read_private_posts")))
-        found = self._visible.get(key)
-        if found is None:
-            found = _status_docs(self, statuses, user) - self.docs("flags", "hide_from_listings")
-            with self._lock:
-                if len(self._visible) > 256:
-                    self._visible.clear()
-                self._visible[key] = found
-        return found
-
-    def any_of(self, field: str, terms) -> frozenset:
-        result: set = set()
-        for term in terms:
-            result |= self.docs(field, term)
-        return frozenset(result)
-
-    def search(self, text: str) -> frozenset:
-        """Events whose title, excerpt or description contain every word (stemmed, or as a prefix)."""
-        found = self._searches.get(text)
-        if found is None:
-            words = search_words(text)
-            if not words:
-                found = frozenset(self.order)
-            else:
-                per_word = sorted((self.word(w) for w in dict.fromkeys(words)), key=len)
-                found = per_word[0]
-                for other in per_word[1:]:
-                    found = found & other
-            with self._lock:
-                if len(self._searches) > 1000:
-                    self._searches.clear()
-                self._searches[text] = found
-        return found
-
-    def word(self, word: str) -> frozenset:
-        """Documents with ``word``, or a word beginning with it, in their text (cached)."""
-        key = ("text*", word)
-        found = self._sets.get(key)
-        if found is None:
-            found = frozenset().union(*(self.docs("text", term.decode("utf-8") if isinstance(term, bytes) else term)
-                                        for term in self.reader.expand_prefix("text", word)))
-            with self._lock:
-                self._sets[key] = found
-        return found
+WRITER_TIMEOUT_SECONDS = 30  # how long an update waits for Whoosh's own write lock
+BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more memory, fewer temporary runs)
+PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
 
 
 class SearchIndex:
@@ -411,7 +214,7 @@ class SearchIndex:
                 return True
             try:
                 ix = whoosh_index.open_dir(str(self.whoosh_dir))
-                writer = ix.writer(timeout=30)
+                writer = open_writer(ix, timeout=WRITER_TIMEOUT_SECONDS)
             except Exception as exc:
                 log.warning("the search index cannot be opened (%s); rebuilding it", exc)
                 self.rebuild(snapshot, progress)
@@ -464,12 +267,12 @@ class SearchIndex:
         shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True)
         ix = whoosh_index.create_in(str(build_dir), make_schema())
-        writer = ix.writer(limitmb=256)
+        writer = open_writer(ix, limitmb=BUILD_MEMORY_MB)
         events = snapshot.all(EVENTS)
         total = len(events)
         for n, record in enumerate(events, 1):
             writer.add_document(**event_document(record, self.site_tz))
-            if progress and (n % 500 == 0 or n == total):
+            if progress and (n % PROGRESS_EVERY == 0 or n == total):
                 progress(n, total)
         writer.commit()
         old = self.directory / f"old-{os.getpid()}"
@@ -480,121 +283,3 @@ class SearchIndex:
         self._write_state(snapshot.commit)
         log.info("indexed %d events in %.1f s", total, time.monotonic() - started)
         return total
-
-
-# ----------------------------------------------------------------------------- queries
-
-
-def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | None:
-    """Answer an event list from the index; None when the query needs the scanning path (geo)."""
-    if q.geoloc is not None or q.near is not None:
-        return None
-    if q.ticketed:
-        return Page([], 0, q.page, q.per_page)
-    sets = [view.visible(q.statuses, user)]
-    for field, wanted, target in (("categories", q.categories, "categories"), ("tags", q.tags, "tags"),
-                                  ("venue", q.venues, "venues"), ("organizer", q.organizers, "organizers")):
-        if wanted is not None:
-            sets.append(view.any_of(field, _ref_terms(snapshot, target, wanted)))
-    if q.search:
-        sets.append(view.search(q.search))
-    if q.post_parent is not None:
-        sets.append(view.docs("parent", str(q.post_parent)))
-    if q.featured:
-        sets.append(view.docs("flags", "featured"))
-    sets.sort(key=len)
-    matched = sets[0]
-    for other in sets[1:]:
-        matched = matched & other   # set operations in C: no loop over the candidates in Python
-    if q.featured is False:
-        matched = matched - view.docs("flags", "featured")
-    first = (q.page - 1) * q.per_page
-    if q.include is not None:
-        wanted_docs = [view.by_rid[i] for i in dict.fromkeys(q.include) if i in view.by_rid]
-        ordered = [d for d in sorted(wanted_docs, key=lambda d: (view.pub[d], view.rid[d])) if d in matched]
-        items = [snapshot.get(EVENTS, view.rid[d]) for d in ordered[first:first + q.per_page]]
-        return Page([r for r in items if r is not None], len(ordered), q.page, q.per_page)
-    lo, hi = 0, len(view.order)
-    if q.start is not None:
-        lo = max(lo, bisect.bisect_left(view.sorted_starts, _bound(q.start)))
-    if q.starts_after is not None:
-        lo = max(lo, bisect.bisect_right(view.sorted_starts, _bound(q.starts_after)))
-    if q.starts_before is not None:
-        hi = min(hi, bisect.bisect_left(view.sorted_starts, _bound(q.starts_before)))
-    if lo >= hi:
-        return Page([], 0, q.page, q.per_page)
-    # postings may still name deleted documents: only documents of the window (live ones) count
-    pos = view.pos
-    if lo == 0 and hi == len(view.order):
-        matched = matched & view.live
-    elif len(matched) * 4 < hi - lo:
-        matched = {d for d in matched if lo <= pos.get(d, -1) < hi}
-    else:
-        matched = matched & frozenset(view.order[lo:hi])
-    end_max = _bound(q.end) if q.end is not None else None
-    ends_before = _bound(q.ends_before) if q.ends_before is not None else None
-    ends_after = _bound(q.ends_after) if q.ends_after is not None else None
-    if end_max is not None or ends_before is not None or ends_after is not None:
-        # end >= start + min_duration and end <= start + max_duration: only events starting
-        # near a bound can fail it, so only those are looked at
-        starts, order, end = view.sorted_starts, view.order, view.end
-        ranges = []
-        if end_max is not None:
-            ranges.append(bisect.bisect_right(starts, end_max - view.max_duration, lo, hi))
-        if ends_before is not None:
-            ranges.append(bisect.bisect_left(starts, ends_before - view.max_duration, lo, hi))
-        check_lo = min(ranges, default=hi)
-        check_hi = bisect.bisect_right(starts, ends_after - view.min_duration, lo, hi) if ends_after is not None else lo
-        failing = set()
-        for i in (*range(lo, check_hi), *range(max(check_lo, check_hi), hi)):
-            doc = order[i]
-            e = end[doc]
-            if (end_max is not None and e > end_max) or (ends_before is not None and not e < ends_before) \
-                    or (ends_after is not None and not e > ends_after):
-                failing.add(doc)
-        if failing:
-            matched = matched - failing
-    total = len(matched)
-    want = first + q.per_page
-    if first >= total:
-        page_docs = []
-    elif want * (hi - lo) / total > total // 4 + 50:
-        # sparse matches in a long window: sorting the matches is cheaper than walking the window
-        page_docs = sorted(matched, key=pos.__getitem__)[first:want]
-    else:
-        page_docs = []
-        order = view.order
-        for i in range(lo, hi):
-            doc = order[i]
-            if doc in matched:
-                page_docs.append(doc)
-                if len(page_docs) == want:
-                    break
-        page_docs = page_docs[first:]
-    items = [snapshot.get(EVENTS, view.rid[d]) for d in page_docs]
-    return Page([r for r in items if r is not None], total, q.page, q.per_page)
-
-
-def _status_docs(view: IndexView, statuses, user) -> frozenset:
-    docs = set()
-    for status in statuses:
-        found = view.docs("status", status)
-        if status == "private" and not (user is not None and user.can("read_private_posts")):
-            found = found & view.docs("author", str(user.id)) if user is not None else frozenset()
-        elif status != "publish" and user is None:
-            found = frozenset()
-        docs |= found
-    return frozenset(docs)
-
-
-def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:
-    """Index terms for records ``ids``: their ids, and their slugs (editors may reference by slug)."""
-    from calendar_service.domain.resources import RESOURCES
-    resource = RESOURCES[target]
-    terms = []
-    for rid in ids:
-        terms.append(ref_term(rid))
-        record = snapshot.get(resource, rid)
-        if record is not None:
-            terms.append(ref_term(record.slug))
-    return terms

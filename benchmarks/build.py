@@ -1,0 +1,144 @@
+"""The build phase (its own process): generate the calendar, import it as one commit, measure the
+git floor for that commit, load a snapshot, rebuild the search index."""
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import threading
+import time
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from benchmarks.common import ADMIN_LOGIN, ADMIN_PASSWORD, SITE_TZ, peak_rss_mb, rss_mb, run_git, say
+from benchmarks.synthetic import build_calendar
+
+PROGRESS_SECONDS = 15   # a long step says how far it is at most this often
+
+
+def _every(seconds: float, size: int, what: str):
+    """A progress callback (done, total) that prints at most every ``seconds`` and at the end."""
+    last = [time.monotonic()]
+
+    def progress(*args):
+        *stage, done, total = args
+        if time.monotonic() - last[0] > seconds or done == total:
+            last[0] = time.monotonic()
+            say(f"{size}: {' '.join([what, *map(str, stage)])} {done}/{total}")
+    return progress
+
+
+def phase_build(cfg: dict) -> dict:
+    """Generate, commit as one commit, floor-commit with git, load a snapshot, rebuild the index."""
+    from calendar_service.auth.accounts import Accounts
+
+    work = Path(cfg["work"])
+    size, today = cfg["size"], date.fromisoformat(cfg["today"])
+    result: dict = {"problems": []}
+
+    say(f"{size}: generating the calendar")
+    t0 = time.perf_counter()
+    files, meta = build_calendar(size, cfg["seed"], today)
+    result["generate_s"] = time.perf_counter() - t0
+    say(f"{size}: {meta['files']} files, {meta['bytes'] / 1e6:.1f} MB in {result['generate_s']:.1f} s")
+
+    store = _import(work, size, meta.pop("api_events"), result)
+    _floor_bulk_commit(work, files, size, result)
+    del files
+    gc.collect()
+    snapshot = _load_snapshot(work, store, size, result)
+    _reindex(work, snapshot, size, result)
+    store.close()
+
+    Accounts(work / "users.yaml").add(ADMIN_LOGIN, "administrator", email="bench@example.org", name="Bench Admin",
+                                      password=ADMIN_PASSWORD)
+    result["peak_rss_mb"] = peak_rss_mb()
+    result["meta"] = meta
+    return result
+
+
+def _import(work: Path, size: int, items: list, result: dict):
+    """Import the API's JSON through the importer as one commit into a fresh repository; returns the store."""
+    from calendar_service.cli import importer
+    from calendar_service.storage.store import GitStore
+
+    source = work / "import.json"
+    source.write_text(json.dumps({"events": items}))
+    result["import_json_mb"] = source.stat().st_size / 1e6
+    del items
+    gc.collect()
+    store = GitStore(work / "content", "main")
+    store.init()
+    say(f"{size}: importing {source} ({result['import_json_mb']:.1f} MB) through the importer")
+    t0 = time.perf_counter()
+    imported = importer.import_events(store, importer.load(source), ZoneInfo(SITE_TZ), author=("Bench", "bench@localhost"),
+                                      source="synthetic calendar", progress=_every(PROGRESS_SECONDS, size, "import"))
+    result["commit_s"] = time.perf_counter() - t0
+    result["import_created"] = imported.created
+    result["import_remapped"] = len(imported.remapped)
+    if imported.remapped or imported.created["events"] != size:
+        raise RuntimeError(f"the import changed ids or lost events: {imported.summary()}")
+    commit = store.head()
+    result["commit"] = commit
+    say(f"{size}: committed {commit[:12]} in {result['commit_s']:.1f} s")
+    status = run_git(work / "content", "status", "--porcelain", "--untracked-files=no")
+    result["worktree_clean_after_commit"] = status.strip() == ""
+    objects = dict(line.split(": ", 1) for line in run_git(work / "content", "count-objects", "-v").splitlines())
+    result["loose_objects"] = int(objects.get("count", 0))
+    result["loose_kib"] = int(objects.get("size", 0))
+    return store
+
+
+def _floor_bulk_commit(work: Path, files: dict, size: int, result: dict) -> None:
+    """The floor of the initial commit: the same files written, `git add -A`, `git commit`."""
+    scratch = work / "floor-bulk"
+    say(f"{size}: floor: write files + git add -A + git commit in a scratch repository")
+    t0 = time.perf_counter()
+    run_git(scratch.parent, "init", "-q", "-b", "main", str(scratch))
+    for path, content in files.items():
+        target = scratch / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    result["floor_bulk_write_s"] = time.perf_counter() - t0
+    run_git(scratch, "add", "-A")
+    run_git(scratch, "commit", "-q", "-m", "bulk")
+    result["floor_bulk_commit_s"] = time.perf_counter() - t0
+    say(f"{size}: floor bulk commit {result['floor_bulk_commit_s']:.1f} s")
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _load_snapshot(work: Path, store, size: int, result: dict):
+    from calendar_service.storage.catalog import Catalog
+
+    say(f"{size}: loading the snapshot (Catalog.current)")
+    t0 = time.perf_counter()
+    # with the records cache the service uses (index folder): the serve phase is a restart
+    catalog = Catalog(store, work / "index" / "records.cache")
+    snapshot = catalog.current()
+    result["snapshot_s"] = time.perf_counter() - t0
+    for thread in threading.enumerate():
+        if thread.name == "calendar-records-cache":
+            thread.join()
+    result["records_cache_s"] = time.perf_counter() - t0 - result["snapshot_s"]
+    result["snapshot_problems"] = len(snapshot.problems)
+    result["problem_samples"] = [str(p) for p in snapshot.problems[:5]]
+    result["rss_after_snapshot_mb"] = rss_mb()
+    say(f"{size}: snapshot in {result['snapshot_s']:.1f} s, {len(snapshot.problems)} problems, "
+        f"RSS {result['rss_after_snapshot_mb']:.0f} MB")
+    return snapshot
+
+
+def _reindex(work: Path, snapshot, size: int, result: dict) -> None:
+    from calendar_service.index.search import SearchIndex
+
+    say(f"{size}: full reindex (SearchIndex.rebuild_now)")
+    index = SearchIndex(work / "index", ZoneInfo(SITE_TZ))
+    t0 = time.perf_counter()
+    indexed = index.rebuild_now(snapshot, _every(PROGRESS_SECONDS, size, "indexed"))
+    result["reindex_s"] = time.perf_counter() - t0
+    result["reindex_docs"] = indexed
+    result["reindex_docs_per_s"] = indexed / result["reindex_s"] if result["reindex_s"] else None
+    result["index_mb"] = sum(f.stat().st_size for f in (work / "index").rglob("*") if f.is_file()) / 1e6
+    say(f"{size}: reindexed {indexed} events in {result['reindex_s']:.1f} s "
+        f"({result['reindex_docs_per_s']:.0f}/s), index {result['index_mb']:.1f} MB")

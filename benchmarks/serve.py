@@ -1,0 +1,295 @@
+"""The serve phase (its own process): cold start on the built repository, then reads with the
+index, the same lists scanning, floors, iCalendar feeds, writes, and the git floor of a write."""
+from __future__ import annotations
+
+import json
+import random
+import time
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.common import API, MIN_SAMPLES, SITE_TZ, WARMUP, rss_mb, run_git, say, summary
+from benchmarks.profiling import profile_lists, profile_requests
+from benchmarks.runner import Runner
+
+EXTRA_PICKS = 1100      # events picked for single reads beyond one per request
+MAX_DEEP_PAGE = 40      # the deep-page row asks for this page, or the last one if there are fewer
+PROFILED_WRITES = 10    # update requests profiled with --profile (each one more commit)
+
+
+def phase_serve(cfg: dict) -> dict:
+    """Cold start on the built repository, then reads, scanning reads, writes and floors."""
+    return ServePhase(cfg).run()
+
+
+class ServePhase:
+    def __init__(self, cfg: dict):
+        self.cfg = cfg
+        self.work = Path(cfg["work"])
+        self.meta = cfg["meta"]
+        self.size, self.repeat, self.budget = cfg["size"], cfg["repeat"], cfg["budget"]
+        self.today = date.fromisoformat(cfg["today"])
+        self.result: dict = {}
+        self.rows: list[dict] = []
+        self.floor_bodies: dict[str, object] = {}
+
+    def run(self) -> dict:
+        self.cold_start()
+        self.runner = Runner(self.client, self.repeat, self.budget)
+        rng = random.Random(self.cfg["seed"] + 1)
+        listed = self.meta["listed"]
+        self.picks = rng.sample(listed, min(len(listed), max(self.repeat, 1) + EXTRA_PICKS))
+        lists = self.list_requests()
+        bodies = self.reads(lists)
+        self.scanning_reads(lists)
+        floors = self.floors(bodies)
+        self.feeds()
+        if self.cfg.get("profile"):
+            self.result["profiles"] = profile_lists(self.runner, self.service, self.rows, lists, self.cfg)
+        self.writes(floors)
+        self.service.store.close()
+        git_floor = self.git_floor()
+        for row in self.rows:
+            if row["kind"] == "write":
+                row["floor_p50_ms"], row["floor_p95_ms"] = git_floor["p50_ms"], git_floor["p95_ms"]
+        self.result["rows"] = self.rows
+        self.result["floors"] = {**floors, "git add + commit": git_floor}
+        return self.result
+
+    # ----------------------------------------------------------------------- start
+
+    def cold_start(self) -> None:
+        result, size = self.result, self.size
+        t0 = time.perf_counter()
+        from flask import Blueprint
+
+        from calendar_service import create_app
+        from calendar_service.http.api import json_response
+        result["import_s"] = time.perf_counter() - t0
+
+        config = {"content_dir": self.work / "content", "index_dir": self.work / "index",
+                  "users_file": self.work / "users.yaml", "seed_sample": False, "site_timezone": SITE_TZ}
+        say(f"{size}: cold start (create_app + first list request)")
+        t0 = time.perf_counter()
+        app = create_app(config)
+        result["create_app_s"] = time.perf_counter() - t0
+
+        # the floor route: same app, same json_response, a precomputed body (registered before the first request)
+        floor_bp = Blueprint("bench_floor", __name__)
+
+        @floor_bp.route("/__bench/floor/<name>")
+        def floor(name):
+            return json_response(self.floor_bodies[name])
+
+        app.register_blueprint(floor_bp)
+        self.client = app.test_client()
+        self.service = app.extensions["calendar"]
+        t0 = time.perf_counter()
+        first = self.client.get(API + "/events")
+        result["first_list_s"] = time.perf_counter() - t0
+        result["cold_start_s"] = result["create_app_s"] + result["first_list_s"]
+        result["first_list_status"] = first.status_code
+        result["first_list_from_index"] = self.service.index is not None and self.service.index._view is not None
+        result["rss_after_load_mb"] = rss_mb()
+        say(f"{size}: cold start {result['cold_start_s']:.2f} s (create_app {result['create_app_s']:.2f} s, "
+            f"first list {result['first_list_s'] * 1000:.0f} ms, from index: {result['first_list_from_index']}), "
+            f"RSS {result['rss_after_load_mb']:.0f} MB")
+
+    # ----------------------------------------------------------------------- reads
+
+    def day(self, offset: int) -> str:
+        return (self.today + timedelta(days=offset)).isoformat()
+
+    def search_text(self, k: int) -> str:
+        # distinct strings (the index caches search results by text): words, then pairs of words
+        words = self.meta["search_words"]
+        w = len(words)
+        if k < w:
+            return words[k]
+        a, b = divmod(k - w, w)
+        return f"{words[a % w]} {words[(a + 1 + b) % w]}"
+
+    def list_requests(self) -> dict:
+        runner, day, category_ids = self.runner, self.day, self.meta["category_ids"]
+        probe = runner.get("/events", {"page": 1, "per_page": 10})
+        deep_page = max(1, min(MAX_DEEP_PAGE, int(probe.headers.get("X-TEC-TotalPages", "1"))))
+        self.result["default_list_total"] = int(probe.headers.get("X-TEC-Total", "0"))
+        self.result["deep_page"] = deep_page
+        return {
+            "list: default, first page": lambda k: runner.get("/events"),
+            "list: category + 30-day window": lambda k: runner.get("/events", {
+                "categories": category_ids[k % len(category_ids)], "start_date": day(k % 365),
+                "end_date": day(k % 365 + 30)}),
+            "list: search + 1-year window": lambda k: runner.get("/events", {
+                "search": self.search_text(k), "start_date": day(k % 60), "end_date": day(k % 60 + 365)}),
+            f"list: deep page ({deep_page} of per_page 10)": lambda k: runner.get("/events", {
+                "page": deep_page, "per_page": 10, "start_date": day(-(k % 30) - 1)}),
+        }
+
+    def reads(self, lists: dict) -> dict[str, bytes]:
+        """Lists and single reads with the index; returns a response body per row (for the floors)."""
+        runner, picks = self.runner, self.picks
+        singles = {
+            "single: by id": lambda k: runner.get(f"/events/{picks[k % len(picks)][0]}"),
+            "single: by slug": lambda k: runner.get(f"/events/by-slug/{picks[k % len(picks)][1]}"),
+        }
+        bodies: dict[str, bytes] = {}
+        say(f"{self.size}: reads with the index")
+        for name, request in {**lists, **singles}.items():
+            row, body = runner.measure(name, request)
+            row["kind"] = "list" if name.startswith("list") else "single"
+            row["mode"] = "index"
+            self.rows.append(row)
+            bodies[name] = body
+        return bodies
+
+    def scanning_reads(self, lists: dict) -> None:
+        say(f"{self.size}: the same lists with service.index = None (scanning fallback)")
+        saved_index, self.service.index = self.service.index, None
+        for name, request in lists.items():
+            row, body = self.runner.measure(name + " [scan]", request)
+            row["kind"], row["mode"], row["floor_of"] = "list", "scan", name
+            self.rows.append(row)
+        self.service.index = saved_index
+
+    def floors(self, bodies: dict) -> dict[str, dict]:
+        """The precomputed bodies through a trivial route: each read row's floor."""
+        say(f"{self.size}: floors: the precomputed bodies through a trivial route")
+        floors: dict[str, dict] = {}
+        for name, body in bodies.items():
+            if body is None:
+                continue
+            key = f"f{len(floors)}"
+            self.floor_bodies[key] = json.loads(body)
+            floors[name], _ = self.runner.measure(f"floor for {name}",
+                                                  lambda k, key=key: self.client.get(f"/__bench/floor/{key}"))
+        for row in self.rows:
+            floor_row = floors.get(row.get("floor_of", row["name"]))
+            if floor_row:
+                row["floor_p50_ms"] = floor_row["p50_ms"]
+                row["floor_p95_ms"] = floor_row["p95_ms"]
+        return floors
+
+    def feeds(self) -> None:
+        result, day, category_ids = self.result, self.day, self.meta["category_ids"]
+        say(f"{self.size}: iCalendar feeds (every matching event; bodies read inside the timing: they are streamed)")
+
+        def feed(params: dict):
+            response = self.runner.get("/events", {"ical": 1, **params})
+            response.get_data()
+            return response
+
+        t0 = time.perf_counter()
+        first_feed = feed({})
+        result["first_feed_ms"] = (time.perf_counter() - t0) * 1000
+        result["feed_events"] = int(first_feed.headers.get("X-TEC-Total", "0"))
+        result["feed_bytes"] = len(first_feed.get_data())
+        say(f"{self.size}: first feed (every VEVENT built) {result['first_feed_ms']:.0f} ms, "
+            f"{result['feed_events']} events, {result['feed_bytes'] / 1e6:.1f} MB")
+        feeds = {
+            "feed: every event (ical=1)": lambda k: feed({}),
+            "feed: category + 30-day window (ical=1)": lambda k: feed({
+                "categories": category_ids[k % len(category_ids)], "start_date": day(k % 365),
+                "end_date": day(k % 365 + 30)}),
+        }
+        for name, request in feeds.items():
+            row, _ = self.runner.measure(name, request)
+            row["kind"], row["mode"] = "feed", "index"
+            self.rows.append(row)
+
+    # ----------------------------------------------------------------------- writes
+
+    def writes(self, floors: dict) -> None:
+        """Creates, then updates each followed by a list (timed apart); each write is a commit."""
+        say(f"{self.size}: writes (each a commit)")
+        content = self.work / "content"
+        commits_before = int(run_git(content, "rev-list", "--count", "HEAD").strip())
+        self.creates()
+        self.updates(floors)
+        commits_after = int(run_git(content, "rev-list", "--count", "HEAD").strip())
+        self.result["write_commits"] = commits_after - commits_before
+        self.result["writes_sent"] = (sum(r["n"] + WARMUP for r in self.rows if r["kind"] == "write")
+                                      + (PROFILED_WRITES if self.cfg.get("profile") else 0))
+        self.result["rss_end_mb"] = rss_mb()
+
+    def creates(self) -> None:
+        runner, meta, today = self.runner, self.meta, self.today
+        category_ids, venue_ids = meta["category_ids"], meta["venue_ids"]
+        organizer_ids, tag_ids = meta["organizer_ids"], meta["tag_ids"]
+
+        def create(k: int):
+            start = datetime.combine(today + timedelta(days=k % 700), datetime.min.time()) + timedelta(hours=18)
+            return runner.post("/events", {
+                "title": f"Benchmark Jazz Evening {k}", "status": "publish",
+                "start_date": start.strftime("%Y-%m-%d %H:%M:%S"),
+                "end_date": (start + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S"),
+                "timezone": "Europe/Berlin",
+                "description": "A benchmark event written through the API. " * 7,
+                "categories": [category_ids[k % len(category_ids)]], "tags": [tag_ids[k % len(tag_ids)]],
+                "venue": venue_ids[k % len(venue_ids)], "organizer": organizer_ids[k % len(organizer_ids)],
+            })
+
+        row, _ = runner.measure("write: create event (POST)", create, expect=201)
+        row["kind"], row["mode"] = "write", "index"
+        self.rows.append(row)
+
+        # the index is behind by every create now; the next list catches up inline (<= 500 files)
+        t0 = time.perf_counter()
+        catch_up = runner.get("/events")
+        self.result["list_after_creates_ms"] = (time.perf_counter() - t0) * 1000
+        self.result["list_after_creates_status"] = catch_up.status_code
+        say(f"{self.size}: first list after {row['n'] + WARMUP} creates (index catch-up): "
+            f"{self.result['list_after_creates_ms']:.0f} ms")
+
+    def updates(self, floors: dict) -> None:
+        runner = self.runner
+        list_after: list[float] = []
+        update_targets = self.picks[-(self.repeat + WARMUP + 1):]
+
+        def update(k: int):
+            target = update_targets[k % len(update_targets)][0]
+            return runner.post(f"/events/{target}", {
+                "title": f"Updated Event {k}", "description": f"Updated by the benchmark, round {k}. " * 8})
+
+        def list_after_update(k: int):
+            # the default list right after each update, timed apart: it brings the index up to that commit
+            t1 = time.perf_counter()
+            runner.get("/events")
+            list_after.append((time.perf_counter() - t1) * 1000)
+
+        row, _ = runner.measure("write: update event (POST to id)", update, expect=200, after=list_after_update)
+        row["kind"], row["mode"] = "write", "index"
+        self.rows.append(row)
+        if self.cfg.get("profile"):
+            # where a write's time goes (each profiled request is one more commit)
+            self.result.setdefault("profiles", []).append(profile_requests(
+                "write: update event (POST to id), without the list after it", PROFILED_WRITES,
+                lambda k: runner.post(f"/events/{update_targets[k % len(update_targets)][0]}",
+                                      {"title": f"Profiled Update {k}"}), self.size))
+        after = {"name": "list: default, right after a write", **summary(list_after[WARMUP:]), "kind": "list",
+                 "mode": "index", "errors": [], "floor_of": "list: default, first page"}
+        after["floor_p50_ms"] = floors.get("list: default, first page", {}).get("p50_ms")
+        self.rows.append(after)
+        say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
+
+    def git_floor(self) -> dict:
+        """The floor of a write: git add + git commit of one event file (modified) in this repository."""
+        say(f"{self.size}: floor: git add + git commit of one file in this repository")
+        content = self.work / "content"
+        paths = [p.relative_to(content).as_posix() for p in sorted((content / "events").iterdir())[:self.repeat + 10]]
+        samples = []
+        started = time.perf_counter()
+        for k in range(self.repeat + WARMUP):
+            path = paths[k % len(paths)]
+            with open(content / path, "a", encoding="utf-8") as handle:
+                handle.write(f"\nEdited by hand, round {k}.\n")
+            t0 = time.perf_counter()
+            run_git(content, "add", "--", path)
+            run_git(content, "commit", "-q", "-m", f"Edit {path}")
+            if k >= WARMUP:
+                samples.append((time.perf_counter() - t0) * 1000)
+            if time.perf_counter() - started > self.budget and len(samples) >= MIN_SAMPLES:
+                break
+        git_floor = {"name": "floor: git add + git commit (one file)", **summary(samples)}
+        say(f"  {git_floor['name']}: p50 {git_floor['p50_ms']:.1f} ms (n={git_floor['n']})")
+        return git_floor

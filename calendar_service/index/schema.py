@@ -1,0 +1,86 @@
+"""What the index holds: the Whoosh schema, and the document of one event file.
+
+One Whoosh document per event file, holding what the list filters need: UTC start and end
+as epoch seconds (computed from each event's own time zone when the file is indexed), the
+publication date, status, author, flags, the raw references to categories, tags, venues
+and organizers (ids and, where editors wrote them, slugs), and the analysed text of title,
+excerpt and description.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from whoosh import columns, fields
+from whoosh.analysis import SpaceSeparatedTokenizer
+
+from calendar_service.domain import dates
+from calendar_service.domain.queries import analyse, event_text
+from calendar_service.domain.records import Record
+from calendar_service.domain.snapshot import ref_term
+
+# Raised whenever the schema or the meaning of a field changes: an index of another version is rebuilt.
+SCHEMA_VERSION = 3
+# Whoosh's typecode for a column of signed 64-bit integers (ids and epoch seconds).
+INT64 = "q"
+# The event flags the lists filter on, stored as keywords of the ``flags`` field.
+FLAGS = ("featured", "hide_from_listings", "sticky")
+# The publication date of an event file that has none.
+NO_DATE = "1970-01-01 00:00:00"
+# Reference fields: index field -> the event field listing the records (ids or slugs).
+REFERENCE_FIELDS = ("categories", "tags", "venue", "organizer")
+
+
+def make_schema() -> fields.Schema:
+    keyword = dict(commas=True, scorable=False, lowercase=False)
+    return fields.Schema(
+        path=fields.ID(stored=True, unique=True),
+        # columns only: lists read them once per generation, nothing searches them as terms
+        rid=fields.COLUMN(columns.NumericColumn(INT64)),
+        rid_key=fields.ID(stored=True),
+        status=fields.ID(),
+        author=fields.ID(),
+        start=fields.COLUMN(columns.NumericColumn(INT64)),
+        end=fields.COLUMN(columns.NumericColumn(INT64)),
+        pub=fields.COLUMN(columns.NumericColumn(INT64)),
+        flags=fields.KEYWORD(**keyword),
+        parent=fields.ID(),
+        categories=fields.KEYWORD(**keyword),
+        tags=fields.KEYWORD(**keyword),
+        venue=fields.KEYWORD(**keyword),
+        organizer=fields.KEYWORD(**keyword),
+        # words analysed by queries.analyse (the same words the scanning path matches)
+        text=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False),
+    )
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def event_document(record: Record, site_tz) -> dict:
+    """The index document of one event."""
+    data = record.data
+    tz = dates.zone(data.get("timezone"), site_tz)
+    start = dates.read_local(data["start_date"], tz)
+    end = dates.read_local(data["end_date"], tz)
+    pub = dates.read_local(data.get("date_utc") or NO_DATE, timezone.utc)
+    flags = [name for name in FLAGS if data.get(name)]
+    doc = {
+        "path": record.path,
+        "rid": record.id,
+        "rid_key": str(record.id),
+        "status": record.status,
+        "author": str(data.get("author") or 0),
+        "start": _epoch(start),
+        "end": _epoch(end),
+        "pub": _epoch(pub),
+        "flags": ",".join(flags) or None,
+        "parent": str(data["post_parent"]) if data.get("post_parent") else None,
+        # the scanning path's words when it has them; not kept on the record otherwise (memory)
+        "text": " ".join(record.__dict__.get("_tokens") or set(analyse(event_text(record)))),
+    }
+    for key in REFERENCE_FIELDS:
+        # a comma separates keywords: a reference holding one cannot be a term
+        refs = [ref_term(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
+        doc[key] = ",".join(refs) or None
+    return {k: v for k, v in doc.items() if v is not None}
