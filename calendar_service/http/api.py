@@ -70,7 +70,8 @@ class Call:
         if not secret:
             return True
         given = self.raw.get("password")
-        if isinstance(given, str) and hmac.compare_digest(given.encode(), str(secret).encode()):
+        limits = self.service.accounts.limits  # constant-time compare; wrong guesses are counted
+        if limits.event_password(record.id, limits.client(request), given, str(secret)):
             return True
         return permissions.can_edit(self.user, record)
 
@@ -138,7 +139,7 @@ def authenticate(svc: CalendarService) -> User | None:
     header = request.headers.get("Authorization")
     if not header:
         return None
-    user = svc.accounts.authenticate_header(header)
+    user = svc.accounts.authenticate_header(header, svc.accounts.limits.client(request))
     if user is None:
         raise ApiError("incorrect_password", "The user name or application password is not correct.", 401)
     return user
@@ -385,6 +386,8 @@ def _if_match(call: Call, record: Record):
 
 def _check_event_password(call: Call, record: Record) -> None:
     """A protected event's single read needs its password (compared in constant time)."""
+    if "password" in call.raw:  # 429 once this address used up its guesses at this event
+        call.service.accounts.limits.check_event(record.id, call.service.accounts.limits.client(request))
     if not call.unlocked(record):
         raise errors.plugin_error("event-password-protected")
 

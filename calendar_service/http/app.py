@@ -19,6 +19,7 @@ from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
 
 from calendar_service.auth.accounts import Accounts
+from calendar_service.auth.limits import Limits
 from calendar_service.storage.catalog import Catalog
 from calendar_service.config import Settings
 from calendar_service.errors import ApiError, no_route
@@ -45,7 +46,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
                      remote=settings.git_remote, remote_branch=settings.git_remote_branch)
     open_repository(store, settings)
-    accounts = Accounts(settings.users_file)
+    accounts = Accounts(settings.users_file, Limits.from_settings(settings))
     index = SearchIndex(settings.index_dir, settings.tz)
     # parsed records are cached next to the index (derived data) for a quick restart
     service = CalendarService(settings, store, Catalog(store, settings.index_dir / "records.cache"), accounts, index)
@@ -64,7 +65,9 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
-        return json_response(exc.body(), exc.status)
+        response = json_response(exc.body(), exc.status)
+        response.headers.update(getattr(exc, "headers", {}))  # e.g. Retry-After of a 429
+        return response
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
