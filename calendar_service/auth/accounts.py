@@ -19,7 +19,7 @@ Two kinds of hash, chosen by who chose the password:
 Which kind applies is decided by the password presented, not by the account: a password in
 the generated format is checked only against fast hashes, anything else only against Argon2
 hashes. An unknown login, or an account without a hash of that kind, is checked against a
-dummy hash of the same kind (and, for Argon2, the same cost as the file's hashes), so the
+dummy hash of the same kind (and, for Argon2, the cost of the file's dearest hash), so the
 time of an answer does not tell whether the login exists. A human-chosen password in the
 generated format is refused. Failed attempts are counted and limited (``limits``).
 
@@ -97,6 +97,14 @@ def _dummy_token_hash() -> str:
     return _DUMMY_TOKEN
 
 
+def _argon2_cost(stored: str) -> tuple:
+    try:
+        params = extract_parameters(stored)
+    except (InvalidHashError, ValueError):
+        return (0, 0, 0)
+    return (params.memory_cost * params.time_cost, params.memory_cost, params.parallelism)
+
+
 def _dummy_argon2_hash(like: str | None) -> str:
     """An Argon2 hash with the cost parameters of ``like`` (the default cost when None)."""
     try:
@@ -161,9 +169,9 @@ class Accounts:
                 )
                 users[user.login] = user
         self._users = users
-        like = next((e.get("hash") for u in users.values() for e in u.passwords
-                     if str(e.get("hash", "")).startswith("$argon2")), None)
-        self._like = like
+        # dummies cost what the dearest hash of the file costs: an unknown login is never the quick one
+        self._like = max((str(e.get("hash")) for u in users.values() for e in u.passwords
+                          if str(e.get("hash", "")).startswith("$argon2")), key=_argon2_cost, default=None)
         self._verified.clear()
         self._stamp = stamp
 
