@@ -56,6 +56,16 @@ class Settings:
     git_remote_branch: str = ""        # default: ``branch``
     pull_interval: float = 30.0        # seconds between periodic pulls; 0 = only on the webhook
     webhook_secret: str = field(default="", repr=False)
+    # limits on guessing (auth/limits.py): failed sign-ins per login and per client address in a
+    # window of seconds, wrong event passwords per event and address; 0 attempts = no limit
+    login_attempts: int = 10
+    login_address_attempts: int = 30
+    login_window: float = 300.0
+    event_password_attempts: int = 10
+    event_password_window: float = 300.0
+    limiter_size: int = 10_000          # keys each limiter remembers at most (oldest dropped)
+    argon2_concurrency: int = 2         # Argon2 checks (~50 MB each) running at once per process
+    trust_forwarded_for: bool = False   # client address from X-Forwarded-For (behind a proxy only)
 
     # environment variable -> (field name, converter)
     ENV = {
@@ -76,6 +86,14 @@ class Settings:
         "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),
         "CALENDAR_PULL_INTERVAL": ("pull_interval", float),
         "CALENDAR_WEBHOOK_SECRET": ("webhook_secret", str),
+        "CALENDAR_LOGIN_ATTEMPTS": ("login_attempts", int),
+        "CALENDAR_LOGIN_ADDRESS_ATTEMPTS": ("login_address_attempts", int),
+        "CALENDAR_LOGIN_WINDOW": ("login_window", float),
+        "CALENDAR_EVENT_PASSWORD_ATTEMPTS": ("event_password_attempts", int),
+        "CALENDAR_EVENT_PASSWORD_WINDOW": ("event_password_window", float),
+        "CALENDAR_LIMITER_SIZE": ("limiter_size", int),
+        "CALENDAR_ARGON2_CONCURRENCY": ("argon2_concurrency", int),
+        "CALENDAR_TRUST_FORWARDED_FOR": ("trust_forwarded_for", _bool),
     }
 
     @classmethod

@@ -66,7 +66,8 @@ def assert_not_stored(users: Path, *passwords: str) -> None:
     for password in passwords:
         assert password not in text
         assert password.replace(" ", "") not in text
-    assert "$argon2id$" in text
+    hashes = [line.split("hash:", 1)[1].strip() for line in text.splitlines() if "hash:" in line]
+    assert hashes and all(h.startswith(("$argon2id$", "$token-sha256$")) for h in hashes), hashes
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -2,12 +2,29 @@
 
 The users file lives outside the content repository (``CALENDAR_USERS_FILE``). Each user
 has a numeric id (the ``author`` of records), a login, a display name and e-mail (the
-commit author), a role, and any number of application passwords, each stored only as an
-Argon2id hash (argon2-cffi: a slow, salted, memory-hard hash) and each revocable.
+commit author), a role, and any number of application passwords, each stored only as a
+hash and each revocable.
 
-Checking an Argon2 hash costs tens of milliseconds by design, so a credential that has
-been verified once is remembered in memory (as a keyed digest, never in clear) until the
-users file changes.
+Two kinds of hash, chosen by who chose the password:
+
+- Generated application passwords (``TOKEN_LENGTH`` characters from a 32-letter alphabet:
+  140 bits from ``secrets``) are stored as ``$token-sha256$SALT$DIGEST``, HMAC-SHA256 keyed
+  with a per-token random salt. A slow hash protects guessable passwords; nobody can
+  enumerate 2**140 candidates however fast the hash, so slowness buys nothing and costs
+  ~100 ms and ~50 MB per check (WordPress 6.8 made the same change for the same reason).
+- Passwords a human chose (``--password``) keep Argon2id (argon2-cffi: slow, salted,
+  memory-hard), as do application passwords generated before the change (24 characters),
+  which therefore keep working. At most a few Argon2 checks run at once (``limits``).
+
+Which kind applies is decided by the password presented, not by the account: a password in
+the generated format is checked only against fast hashes, anything else only against Argon2
+hashes. An unknown login, or an account without a hash of that kind, is checked against a
+dummy hash of the same kind (and, for Argon2, the cost of the file's dearest hash), so the
+time of an answer does not tell whether the login exists. A human-chosen password in the
+generated format is refused. Failed attempts are counted and limited (``limits``).
+
+A credential that has been verified once is remembered in memory (as a keyed digest, never
+in clear) until the users file changes.
 """
 from __future__ import annotations
 
@@ -23,8 +40,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, extract_parameters
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from calendar_service.auth.limits import Limits
 
 ROLES = ("administrator", "editor", "author", "contributor", "subscriber")
 
@@ -43,6 +62,60 @@ CAPABILITIES = {
 }
 
 _hasher = PasswordHasher()
+
+TOKEN_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789AB"  # 32 letters (5 bits each), no look-alikes
+TOKEN_LENGTH = 28                                    # 140 bits; shown in groups of four
+TOKEN_PREFIX = "$token-sha256$"
+_dummy_argon2: dict[tuple, str] = {}                 # cost parameters -> a hash of nothing in particular
+_DUMMY_TOKEN = None
+
+
+def is_token(password: str) -> bool:
+    """Whether ``password`` (spaces removed) has the shape of a generated application password."""
+    return len(password) == TOKEN_LENGTH and all(c in TOKEN_ALPHABET for c in password)
+
+
+def token_hash(token: str, salt: bytes | None = None) -> str:
+    """The stored form of a generated application password: HMAC-SHA256 keyed with a random salt."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    digest = hmac.new(salt, token.encode(), hashlib.sha256).digest()
+    return TOKEN_PREFIX + base64.b64encode(salt).decode() + "$" + base64.b64encode(digest).decode()
+
+
+def token_matches(stored: str, token: str) -> bool:
+    try:
+        salt = base64.b64decode(stored[len(TOKEN_PREFIX):].split("$", 1)[0], validate=True)
+    except ValueError:
+        return False
+    return hmac.compare_digest(token_hash(token, salt), stored)
+
+
+def _dummy_token_hash() -> str:
+    global _DUMMY_TOKEN
+    if _DUMMY_TOKEN is None:
+        _DUMMY_TOKEN = token_hash(secrets.token_hex(16))
+    return _DUMMY_TOKEN
+
+
+def _argon2_cost(stored: str) -> tuple:
+    try:
+        params = extract_parameters(stored)
+    except (InvalidHashError, ValueError):
+        return (0, 0, 0)
+    return (params.memory_cost * params.time_cost, params.memory_cost, params.parallelism)
+
+
+def _dummy_argon2_hash(like: str | None) -> str:
+    """An Argon2 hash with the cost parameters of ``like`` (the default cost when None)."""
+    try:
+        params = extract_parameters(like) if like else None
+    except (InvalidHashError, ValueError):
+        params = None
+    key = (params.time_cost, params.memory_cost, params.parallelism) if params else ()
+    if key not in _dummy_argon2:
+        hasher = PasswordHasher(*key[:3]) if key else _hasher
+        _dummy_argon2[key] = hasher.hash(secrets.token_hex(16))
+    return _dummy_argon2[key]
 
 
 class AccountError(ValueError):
@@ -65,8 +138,10 @@ class User:
 class Accounts:
     """The users file, re-read whenever it changes on disk."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, limits: Limits | None = None):
         self.path = Path(path)
+        self.limits = limits or Limits()
+        self._like: str | None = None  # an Argon2 hash of the file: dummies are made at its cost
         self._lock = threading.Lock()
         self._stamp = None
         self._users: dict[str, User] = {}
@@ -94,6 +169,9 @@ class Accounts:
                 )
                 users[user.login] = user
         self._users = users
+        # dummies cost what the dearest hash of the file costs: an unknown login is never the quick one
+        self._like = max((str(e.get("hash")) for u in users.values() for e in u.passwords
+                          if str(e.get("hash", "")).startswith("$argon2")), key=_argon2_cost, default=None)
         self._verified.clear()
         self._stamp = stamp
 
@@ -110,39 +188,64 @@ class Accounts:
     def by_id(self, user_id: int) -> User | None:
         return next((u for u in self.users() if u.id == user_id), None)
 
-    def authenticate(self, login: str, password: str) -> User | None:
-        """The user whose login and application password these are, or None."""
+    def authenticate(self, login: str, password: str, client: str | None = None) -> User | None:
+        """The user whose login and application password these are, or None.
+
+        ``client`` is the caller's address, for the limits on failed attempts: ``Throttled``
+        (429) when this login or address has used them up, even with the right password.
+        """
+        self.limits.check_login(login, client)
+        user = self._check(login, password)
+        if user is None:
+            self.limits.login_failed(login, client)
+        return user
+
+    def _check(self, login: str, password: str) -> User | None:
         with self._lock:
             self._load()
             user = self._users.get(login)
-            if user is None or not password:
-                return None
+            like = self._like
             digest = hmac.new(self._cache_key, f"{login}\0{password}".encode(), hashlib.sha256).digest()
-            if digest in self._verified:
+            if user is not None and password and digest in self._verified:
                 return user
         password = password.replace(" ", "")  # application passwords may be pasted in groups
-        for entry in user.passwords:
-            try:
-                if _hasher.verify(entry.get("hash", ""), password):
-                    with self._lock:
-                        self._verified[digest] = login
-                    return user
-            except (VerifyMismatchError, VerificationError, InvalidHashError):
-                continue
-        return None
+        entries = [str(e.get("hash", "")) for e in (user.passwords if user else ())]
+        if is_token(password):
+            # fast path: one HMAC per token of the account, or one against a dummy
+            tokens = [h for h in entries if h.startswith(TOKEN_PREFIX)] or [_dummy_token_hash()]
+            ok = any([token_matches(h, password) for h in tokens])  # a list: no early exit
+        else:
+            # human-chosen (or pre-change generated) passwords: Argon2, a few at a time
+            ok = False
+            with self.limits.argon2_slot():
+                slow = [h for h in entries if h.startswith("$argon2")] or [_dummy_argon2_hash(like)]
+                for stored in slow:
+                    try:
+                        ok = _hasher.verify(stored, password) or ok
+                    except (VerifyMismatchError, VerificationError, InvalidHashError):
+                        continue
+        if not ok or user is None or not password:
+            return None
+        with self._lock:
+            self._verified[digest] = login
+        return user
 
-    def authenticate_header(self, header: str | None) -> User | None:
+    def authenticate_header(self, header: str | None, client: str | None = None) -> User | None:
         """Read an ``Authorization: Basic ...`` header; None when absent or wrong."""
-        if not header or not header.lower().startswith("basic "):
+        if not header:
             return None
-        try:
-            decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
+        login, sep, password = None, "", ""
+        if header.lower().startswith("basic "):
+            try:
+                decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+                login, sep, password = decoded.partition(":")
+            except (ValueError, UnicodeDecodeError):
+                pass
+        if not sep:  # unreadable credentials count against the address
+            self.limits.check_login(None, client)
+            self.limits.login_failed(None, client)
             return None
-        login, sep, password = decoded.partition(":")
-        if not sep:
-            return None
-        return self.authenticate(login, password)
+        return self.authenticate(login, password, client)
 
     # ----------------------------------------------------------------------------- changing
 
@@ -155,7 +258,8 @@ class Accounts:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".users-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("# Calendar service accounts. Passwords are Argon2id hashes; manage with\n"
+            handle.write("# Calendar service accounts. Passwords are hashes (generated ones salted SHA-256,\n"
+                         "# chosen ones Argon2id); manage with\n"
                          "# `python -m calendar_service user ...`. Keep this file out of the content repository.\n")
             yaml.safe_dump(raw, handle, sort_keys=False, allow_unicode=True)
         os.chmod(tmp, 0o600)
@@ -163,16 +267,25 @@ class Accounts:
 
     @staticmethod
     def _new_password() -> str:
-        # 24 characters from a 32-letter alphabet (120 bits), shown in groups of four
-        alphabet = "abcdefghjkmnpqrstuvwxyz23456789AB"
-        raw = "".join(secrets.choice(alphabet) for _ in range(24))
-        return " ".join(raw[i:i + 4] for i in range(0, 24, 4))
+        # TOKEN_LENGTH characters from a 32-letter alphabet (140 bits), shown in groups of four
+        raw = "".join(secrets.choice(TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
+        return " ".join(raw[i:i + 4] for i in range(0, TOKEN_LENGTH, 4))
 
-    def _password_entry(self, password: str, label: str) -> dict:
+    @staticmethod
+    def _chosen(password: str | None) -> str | None:
+        """A human-chosen password, refused when it has the generated format (that format is
+        checked with the fast hash only, which a guessable password must not get)."""
+        if password and is_token(password.replace(" ", "")):
+            raise AccountError("that password has the format of a generated application password; "
+                               "leave out --password to have one generated")
+        return password
+
+    def _password_entry(self, password: str, label: str, generated: bool) -> dict:
+        password = password.replace(" ", "")
         return {
             "id": secrets.token_hex(4),
             "label": label,
-            "hash": _hasher.hash(password.replace(" ", "")),
+            "hash": token_hash(password) if generated else _hasher.hash(password),
             "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         }
 
@@ -188,6 +301,7 @@ class Accounts:
             entries = raw.setdefault("users", [])
             if any(e.get("login") == login for e in entries):
                 raise AccountError(f"user {login!r} already exists")
+            generated = not self._chosen(password)
             password = password or self._new_password()
             entries.append({
                 "id": max((int(e["id"]) for e in entries), default=0) + 1,
@@ -195,7 +309,7 @@ class Accounts:
                 "name": name or login,
                 "email": email or f"{login}@localhost",
                 "role": role,
-                "passwords": [self._password_entry(password, "default")],
+                "passwords": [self._password_entry(password, "default", generated)],
             })
             self._save(raw)
             self._stamp = None
@@ -218,8 +332,9 @@ class Accounts:
             entry = next((e for e in raw.get("users", []) if e.get("login") == login), None)
             if entry is None:
                 raise AccountError(f"no user {login!r}")
+            generated = not self._chosen(password)
             password = password or self._new_password()
-            entry["passwords"] = [self._password_entry(password, "default")]
+            entry["passwords"] = [self._password_entry(password, "default", generated)]
             self._save(raw)
             self._stamp = None
         return password
@@ -232,7 +347,7 @@ class Accounts:
             if entry is None:
                 raise AccountError(f"no user {login!r}")
             password = self._new_password()
-            item = self._password_entry(password, label)
+            item = self._password_entry(password, label, generated=True)
             entry.setdefault("passwords", []).append(item)
             self._save(raw)
             self._stamp = None

@@ -16,8 +16,9 @@ from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
 
 from calendar_service.config import Settings
+from calendar_service.auth.limits import Busy, Throttled
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
-                                          ApiError, no_route)
+                                          SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route)
 from calendar_service.http.i18n import LanguageSegment
 from calendar_service.service.build import build_service
 from calendar_service.service.errors import ServiceError
@@ -52,6 +53,20 @@ def create_app(test_config: dict | None = None) -> Flask:
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
         return json_response(exc.body(), exc.status)
+
+    @app.errorhandler(Throttled)
+    def throttled(exc: Throttled):
+        error = ApiError("rest_too_many_requests", str(exc), TOO_MANY_REQUESTS)
+        response = json_response(error.body(), error.status)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+
+    @app.errorhandler(Busy)
+    def busy(exc: Busy):
+        error = ApiError("rest_authentication_busy", str(exc), SERVICE_UNAVAILABLE)
+        response = json_response(error.body(), error.status)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):

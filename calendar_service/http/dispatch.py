@@ -73,7 +73,7 @@ def authenticate(svc: CalendarService) -> User | None:
     header = request.headers.get("Authorization")
     if not header:
         return None
-    user = svc.accounts.authenticate_header(header)
+    user = svc.accounts.authenticate_header(header, svc.accounts.limits.client(request))
     if user is None:
         raise ApiError("incorrect_password", "The user name or application password is not correct.", 401)
     return user

@@ -12,6 +12,7 @@ import logging
 import os
 
 from calendar_service.auth.accounts import Accounts
+from calendar_service.auth.limits import Limits
 from calendar_service.config import Settings
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import sample
@@ -43,7 +44,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
         raise NoRepository(f"no content repository at {settings.content_dir}")
     try:
         open_repository(store, settings)
-        accounts = Accounts(settings.users_file)
+        accounts = Accounts(settings.users_file, Limits.from_settings(settings))
         catalog = Catalog(store, settings.index_dir / RECORDS_CACHE)
         index = SearchIndex(settings.index_dir, settings.tz)
     except BaseException:

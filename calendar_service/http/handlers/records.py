@@ -47,6 +47,8 @@ def handle_single(call: Call):
 
 def _check_event_password(call: Call, record: Record) -> None:
     """A protected event's single read needs its password (compared in constant time)."""
+    if "password" in call.raw:  # 429 once this address used up its guesses at this event
+        call.service.accounts.limits.check_event(record.id, call.service.accounts.limits.client(request))
     if not call.unlocked(record):
         raise errors.plugin_error("event-password-protected")
 
