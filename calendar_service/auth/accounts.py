@@ -35,7 +35,6 @@ import os
 import secrets
 import tempfile
 import threading
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -44,22 +43,7 @@ from argon2 import PasswordHasher, extract_parameters
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from calendar_service.auth.limits import Limits
-
-ROLES = ("administrator", "editor", "author", "contributor", "subscriber")
-
-# Capabilities per role, as WordPress grants them, the same on events, venues and organizers.
-CAPABILITIES = {
-    "administrator": {"edit_posts", "publish_posts", "edit_others_posts", "edit_published_posts", "delete_posts",
-                      "delete_others_posts", "delete_published_posts", "read_private_posts", "manage_categories",
-                      "upload_files"},
-    "editor": {"edit_posts", "publish_posts", "edit_others_posts", "edit_published_posts", "delete_posts",
-               "delete_others_posts", "delete_published_posts", "read_private_posts", "manage_categories",
-               "upload_files"},
-    "author": {"edit_posts", "publish_posts", "edit_published_posts", "delete_posts", "delete_published_posts",
-               "upload_files"},
-    "contributor": {"edit_posts", "delete_posts"},
-    "subscriber": set(),
-}
+from calendar_service.domain.roles import ROLES, User
 
 _hasher = PasswordHasher()
 
@@ -120,19 +104,6 @@ def _dummy_argon2_hash(like: str | None) -> str:
 
 class AccountError(ValueError):
     """A user-management request that cannot be carried out; the message says why."""
-
-
-@dataclass(frozen=True)
-class User:
-    id: int
-    login: str
-    name: str
-    email: str
-    role: str
-    passwords: tuple = field(default=(), repr=False)
-
-    def can(self, capability: str) -> bool:
-        return capability in CAPABILITIES.get(self.role, set())
 
 
 class Accounts:

@@ -1,13 +1,13 @@
 """Who may see and change what: WordPress' roles and capabilities, applied per record.
 
-Capabilities come from the role (``accounts.CAPABILITIES``); per-record rules follow
+Capabilities come from the role (``domain.roles.CAPABILITIES``); per-record rules follow
 WordPress' ``map_meta_cap``: changing someone else's record needs the *others*
 capability, changing a published record the *published* one, so contributors change only
 their own drafts and pending records.
 """
 from __future__ import annotations
 
-from calendar_service.auth.accounts import User
+from calendar_service.domain.roles import User
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, Resource
 

@@ -15,7 +15,7 @@ from whoosh.lang.porter import stem as _porter_stem
 
 from calendar_service.domain import dates
 from calendar_service.domain import permissions
-from calendar_service.auth.accounts import User
+from calendar_service.domain.roles import User
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, Resource
