@@ -1,4 +1,4 @@
-"""Calendar events REST service whose database is a git repository of plain files.
+"""The Flask application: middleware, error handlers and the blueprint around the service.
 
 ``create_app()`` builds the Flask application (an app factory: tests and embedding code
 pass their own settings) around the service ``build_service`` makes (it opens or creates
