@@ -616,7 +616,9 @@ def test_delete_needs_rights(linked, factory, as_role, repo):
     assert ok(as_role(None).get(path))["status"] == "publish"
 
 
-def test_delete_unlinks_from_events_in_one_commit(linked, factory, admin, repo):
+def test_delete_trashes_only_the_record_and_events_skip_it(linked, factory, admin, repo):
+    """Trashing changes the trashed file only (the original unlinks; here events keep the
+    reference, embeds leave a trashed record out, and a restore links it again)."""
     record = linked.make(factory)
     keep = linked.make(factory)
     if linked is VENUES:
@@ -629,7 +631,7 @@ def test_delete_unlinks_from_events_in_one_commit(linked, factory, admin, repo):
     with one_commit(repo):
         ok(admin.delete(f"{linked.path}/{record['id']}"))
     changed = repo("show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(changed) == sorted([f"{linked.name}/{record['slug']}.yaml", f"events/{event['slug']}.md"])
+    assert changed == [f"{linked.name}/{record['slug']}.yaml"]
     after = ok(admin.get(f"/events/{event['id']}"))
     if linked is VENUES:
         assert after["venue"] == []
@@ -638,6 +640,8 @@ def test_delete_unlinks_from_events_in_one_commit(linked, factory, admin, repo):
     assert linked.linked_ids(ok(admin.get(f"/events/{other['id']}"))) == [keep["id"]]
     still_linked = item_ids(ok(admin.get(linked.path, query_string={"event": event["id"]})), linked.name)
     assert still_linked == ([] if linked is VENUES else [keep["id"]])
+    ok(admin.post(f"{linked.path}/{record['id']}", json={"status": "publish"}))
+    assert record["id"] in linked.linked_ids(ok(admin.get(f"/events/{event['id']}")))
 
 
 # ============================================================================= lists

@@ -7,6 +7,7 @@ Times are compared as UTC instants computed from each event's own time zone.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -55,6 +56,9 @@ class EventQuery:
     ticketed: bool | None = None
     geoloc: bool | None = None
     near: tuple[float, float] | None = None
+    # whether the caller may see a password-protected event's protected fields (it gave the
+    # password, or may edit it); None: nobody may. Who may not matches such an event by its title only.
+    unlocked: Callable[[Record], bool] | None = None
 
 
 @dataclass
@@ -139,6 +143,33 @@ def event_tokens(event: Record) -> frozenset:
     return tokens
 
 
+def title_tokens(event: Record) -> frozenset:
+    """The analysed words of an event's title alone (kept on the record)."""
+    tokens = event.__dict__.get("_title_tokens")
+    if tokens is None:
+        tokens = frozenset(analyse(str(event.data.get("title") or "")))
+        event.__dict__["_title_tokens"] = tokens
+    return tokens
+
+
+def protected_events(snapshot: Snapshot) -> list[Record]:
+    """The password-protected events of ``snapshot`` (remembered for its commit)."""
+    found = snapshot.memo.get("protected_events")
+    if found is None:
+        found = [e for e in snapshot.all(EVENTS) if e.data.get("password")]
+        snapshot.memo["protected_events"] = found
+    return found
+
+
+def searchable_tokens(event: Record, unlocked) -> frozenset:
+    """The words a search may match an event on: all of its text, or only its title when it is
+    password-protected and the caller may not see the protected fields (as WordPress keeps
+    protected text out of searches), so a search never reveals a word of hidden text."""
+    if event.data.get("password") and not (unlocked is not None and unlocked(event)):
+        return title_tokens(event)
+    return event_tokens(event)
+
+
 def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
     return {r.id for r in snapshot.refs(event, key)}
 
@@ -163,7 +194,7 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
         if q.ticketed:  # nothing here sells tickets
             continue
         if words:
-            if not text_matches(words, event_tokens(event)):
+            if not text_matches(words, searchable_tokens(event, q.unlocked)):
                 continue
         for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
                             ("organizer", q.organizers)):

@@ -32,6 +32,10 @@ class Call:
     record: Record | None = None
     headers: dict = field(default_factory=dict)
     language: str = i18n.DEFAULT  # of descriptions (index, /doc); data is the same in every language
+    client: str = ""  # the caller's address, read while the request is there (feeds stream after it)
+
+    def __post_init__(self):
+        self.client = self.service.accounts.limits.client(request)
 
     @property
     def resource(self) -> Resource:
@@ -44,7 +48,7 @@ class Call:
             return True
         given = self.raw.get("password")
         limits = self.service.accounts.limits  # constant-time compare; wrong guesses are counted
-        if limits.event_password(record.id, limits.client(request), given, str(secret)):
+        if limits.event_password(record.id, self.client, given, str(secret)):
             return True
         return permissions.can_edit(self.user, record)
 
@@ -52,7 +56,7 @@ class Call:
         """Objects of the request's snapshot (one commit for the whole read), or of the branch
         head after this request's write."""
         snapshot = self.service.snapshot() if after_write else self.snapshot
-        return Presenter(snapshot, self.urls, self.service.site_tz, self.unlocked)
+        return Presenter(snapshot, self.urls, self.service.site_tz, self.unlocked, self.user)
 
 
 def service() -> CalendarService:

@@ -56,7 +56,7 @@ def if_match(call: Call, record: Record):
         current = snapshot.get(record.resource, record.id)
         tag = None
         if current is not None:
-            presenter = Presenter(snapshot, call.urls, call.service.site_tz, call.unlocked)
+            presenter = Presenter(snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
             tag = etag(encode_json(presenter.present(current, single=True)))
         if not matches(header, tag, weak=False):
             raise ApiError("rest_precondition_failed",

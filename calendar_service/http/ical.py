@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
 
-from calendar_service.domain import dates
+from calendar_service.domain import dates, permissions
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.presenters import Urls
@@ -70,14 +70,20 @@ class IcalPresenter:
     """Turns event records of one snapshot into VEVENTs and calendars.
 
     ``unlocked(record)`` says whether the caller may see a password-protected record in
-    full, as for the JSON presenter.
+    full, as for the JSON presenter; ``user`` is the caller: only the venues, organizers
+    and categories it may see embedded (``permissions.can_use``) are written.
     """
 
-    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked):
+    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked, user=None):
         self.snapshot = snapshot
         self.urls = urls
         self.site_tz = site_tz
         self.unlocked = unlocked
+        self.user = user
+
+    def refs(self, record: Record, key: str) -> list[Record]:
+        """The records an event's ``key`` names that the caller may see embedded."""
+        return [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
 
     # ------------------------------------------------------------------------- calendar
 
@@ -149,7 +155,7 @@ class IcalPresenter:
         reused while those are the same records. Not kept when a password is involved, since
         what those show depends on the caller.
         """
-        refs = tuple(r for key in ("categories", "venue", "organizer") for r in self.snapshot.refs(record, key))
+        refs = tuple(r for key in ("categories", "venue", "organizer") for r in self.refs(record, key))
         context = (self.urls, self.site_tz)
         cached = record.__dict__.get("_vevent")
         if (cached is not None and cached[0] == context and len(cached[1]) == len(refs)
@@ -185,7 +191,7 @@ class IcalPresenter:
         description = text.plain_text(data.get("description") or data.get("excerpt"))
         if description:
             ev.add("description", description)
-        categories = [t.title for t in self.snapshot.refs(record, "categories")]
+        categories = [t.title for t in self.refs(record, "categories")]
         if categories:
             ev.add("categories", categories)
         self._add_place(ev, record)
@@ -215,7 +221,7 @@ class IcalPresenter:
         return not record.data.get("password") or self.unlocked(record)
 
     def _add_place(self, ev: Event, record: Record) -> None:
-        venues = [v for v in self.snapshot.refs(record, "venue") if self._open(v)]
+        venues = [v for v in self.refs(record, "venue") if self._open(v)]
         if not venues:
             return
         venue = venues[0].data
@@ -229,7 +235,7 @@ class IcalPresenter:
     def _add_organizers(self, ev: Event, record: Record) -> None:
         """RFC 5545 allows one ORGANIZER: the first organizer. The others become CONTACTs
         (ATTENDEE would make clients treat a published event as a meeting invitation)."""
-        organizers = [o for o in self.snapshot.refs(record, "organizer") if self._open(o)]
+        organizers = [o for o in self.refs(record, "organizer") if self._open(o)]
         for n, organizer in enumerate(organizers):
             data = organizer.data
             email = str(data.get("email") or "").strip()

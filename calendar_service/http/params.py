@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from calendar_service.domain import dates
+from calendar_service.domain import dates, permissions
 from calendar_service.domain.booleans import LENIENT, WORDPRESS_REST, parse_bool
 from calendar_service.auth.accounts import User
 from calendar_service.domain.snapshot import Snapshot
@@ -272,15 +272,15 @@ def _post_filter(resource):
         ids = set()
         for item in as_list(value):
             text = str(item).strip()
-            if isinstance(item, (bool, dict, list)) or not text.isdigit() or ctx.snapshot.get(resource, int(text)) is None:
-                raise Invalid()
+            record = ctx.snapshot.get(resource, int(text)) if not isinstance(item, (bool, dict, list)) and text.isdigit() else None
+            if record is None or not permissions.can_see(ctx.user, record):
+                raise Invalid()  # a record the caller may not see is treated as missing
             ids.add(int(text))
         return ids
     return check
 
 
 def _status_filter(value, ctx, arg):
-    from calendar_service.domain import permissions
     statuses = tuple(str(s).strip() for s in as_list(value))
     if not statuses:
         raise Invalid()
@@ -326,8 +326,14 @@ def _positive_int_list(value, ctx, arg):
 
 
 def _event_id(value, ctx, arg):
+    """An event whose terms or venues a list may name: one the caller can see, and, when it is
+    password-protected, may edit (its venues and terms are among the protected fields). Any
+    other id is refused exactly like one that does not exist."""
     text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or ctx.snapshot.get(EVENTS, int(text)) is None:
+    event = ctx.snapshot.get(EVENTS, int(text)) if not isinstance(value, bool) and text.isdigit() else None
+    if event is None or not permissions.can_see(ctx.user, event):
+        raise Invalid()
+    if event.data.get("password") and not permissions.can_edit(ctx.user, event):
         raise Invalid()
     return int(text)
 
@@ -399,7 +405,7 @@ def _linked(resource):
     """A venue or organizer value of an event payload: ids, or objects that would pass its own create checks."""
     def check(value, ctx, arg):
         try:
-            items = parse_linked(value, resource, ctx.snapshot)
+            items = parse_linked(value, resource, ctx.snapshot, ctx.user)
         except LinkedValueError as exc:
             raise Invalid(str(exc)) from None
         for item in items:

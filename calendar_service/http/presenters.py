@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from urllib.parse import urlsplit
 
-from calendar_service.domain import dates
+from calendar_service.domain import dates, permissions
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
@@ -80,14 +80,23 @@ class Presenter:
     """Turns records of one snapshot into API objects.
 
     ``unlocked(record)`` says whether the caller may see a password-protected record in
-    full (it gave the password, or may edit the record); others get it blanked.
+    full (it gave the password, or may edit the record); others get it blanked. ``user`` is
+    the caller: an event embeds only the venues and organizers it may see
+    (``permissions.can_use``: never a draft or private one it could not read, never a
+    trashed one); without a user, only published ones.
     """
 
-    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked=_all_unlocked):
+    def __init__(self, snapshot: Snapshot, urls: Urls, site_tz, unlocked=_all_unlocked, user=None):
         self.snapshot = snapshot
         self.urls = urls
         self.site_tz = site_tz
         self.unlocked = unlocked
+        self.user = user
+        self.viewer = permissions.viewer(user)
+
+    def refs(self, record: Record, key: str) -> list[Record]:
+        """The records an event's ``key`` names that the caller may see embedded."""
+        return [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
 
     def _guard(self, record: Record, obj: dict) -> dict:
         if record.data.get("password") and not self.unlocked(record):
@@ -132,7 +141,7 @@ class Presenter:
         unless a password-protected record is involved: what those show depends on the caller.
         Callers must not change the returned objects.
         """
-        key = ("present", record.resource.name, record.id, single, self.urls)
+        key = ("present", record.resource.name, record.id, single, self.urls, self.viewer)
         cached = self.snapshot.memo.get(key)
         if cached is not None:
             return cached
@@ -153,7 +162,7 @@ class Presenter:
         if record.data.get("password"):
             return True
         if record.resource is EVENTS:
-            return any(r.data.get("password") for key in ("venue", "organizer") for r in self.snapshot.refs(record, key))
+            return any(r.data.get("password") for key in ("venue", "organizer") for r in self.refs(record, key))
         return False
 
     # ------------------------------------------------------------------------- events
@@ -171,7 +180,7 @@ class Presenter:
         cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
                                             data.get("currency_position") or "", data.get("currency_code") or "")
         permalink = self.urls.permalink(EVENTS, record.slug)
-        venues = [self.venue(v, single) for v in self.snapshot.refs(record, "venue")]
+        venues = [self.venue(v, single) for v in self.refs(record, "venue")]
         out = {
             "id": record.id,
             **self._global_ids(record),
@@ -204,10 +213,10 @@ class Presenter:
             "hide_from_listings": bool(data.get("hide_from_listings")),
             "sticky": bool(data.get("sticky")),
             "featured": bool(data.get("featured")),
-            "categories": [self.embedded_term(t) for t in self.snapshot.refs(record, "categories")],
-            "tags": [self.embedded_term(t) for t in self.snapshot.refs(record, "tags")],
+            "categories": [self.embedded_term(t) for t in self.refs(record, "categories")],
+            "tags": [self.embedded_term(t) for t in self.refs(record, "tags")],
             "venue": venues[0] if len(venues) == 1 else venues,
-            "organizer": [self.organizer(o, single) for o in self.snapshot.refs(record, "organizer")],
+            "organizer": [self.organizer(o, single) for o in self.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
         if single:
@@ -244,11 +253,11 @@ class Presenter:
             "startDate": start.isoformat(),
             "endDate": end.isoformat(),
         })
-        venues = self.snapshot.refs(record, "venue")
+        venues = self.refs(record, "venue")
         if venues:
             places = [self.venue_json_ld(v) for v in venues]
             ld["location"] = places[0] if len(places) == 1 else places
-        organizers = self.snapshot.refs(record, "organizer")
+        organizers = self.refs(record, "organizer")
         if organizers:
             people = [self.organizer_json_ld(o) for o in organizers]
             ld["organizer"] = people[0] if len(people) == 1 else people

@@ -4,7 +4,8 @@ from __future__ import annotations
 import bisect
 from datetime import datetime
 
-from calendar_service.domain.queries import EventQuery, Page
+from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
+                                             text_matches)
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.index.view import IndexView
@@ -62,7 +63,7 @@ def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> froze
         if wanted is not None:
             sets.append(view.any_of(field, _ref_terms(snapshot, target, wanted)))
     if q.search:
-        sets.append(view.search(q.search))
+        sets.append(_searchable(view.search(q.search), view, snapshot, q))
     if q.post_parent is not None:
         sets.append(view.docs("parent", str(q.post_parent)))
     if q.featured:
@@ -74,6 +75,18 @@ def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> froze
     if q.featured is False:
         matched = matched - view.docs("flags", "featured")
     return matched
+
+
+def _searchable(found: frozenset, view: IndexView, snapshot: Snapshot, q: EventQuery) -> frozenset:
+    """``found`` (the events whose text matches the search) less the password-protected ones
+    the caller may not see in full and whose title alone does not match (``queries.searchable_tokens``)."""
+    words = search_words(q.search)
+    hidden = set()
+    for event in protected_events(snapshot):
+        doc = view.by_rid.get(event.id)
+        if doc in found and not text_matches(words, searchable_tokens(event, q.unlocked)):
+            hidden.add(doc)
+    return found - hidden if hidden else found
 
 
 def _start_window(view: IndexView, q: EventQuery) -> tuple[int, int]:

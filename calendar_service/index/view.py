@@ -11,6 +11,7 @@ import threading
 
 from whoosh.reading import TermNotFound
 
+from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 
 # Cached answers kept per generation before the cache is emptied (memory stays bounded
@@ -89,7 +90,7 @@ class IndexView:
 
     def visible(self, statuses, user) -> frozenset:
         """Documents of these statuses that ``user`` may list, hidden ones left out (cached)."""
-        key = (tuple(statuses), None if user is None else (user.id, user.can("read_private_posts")))
+        key = (tuple(statuses), permissions.viewer(user))
         found = self._visible.get(key)
         if found is None:
             found = self._status_docs(statuses, user) - self.docs("flags", "hide_from_listings")
@@ -100,16 +101,14 @@ class IndexView:
         return found
 
     def _status_docs(self, statuses, user) -> frozenset:
-        """Published events for everyone; other statuses for signed-in users; private ones only
-        for their author or a user who may read private posts."""
+        """The documents of each status ``user`` may see (``permissions.status_scope``)."""
         docs = set()
         for status in statuses:
-            found = self.docs("status", status)
-            if status == "private" and not (user is not None and user.can("read_private_posts")):
-                found = found & self.docs("author", str(user.id)) if user is not None else frozenset()
-            elif status != "publish" and user is None:
-                found = frozenset()
-            docs |= found
+            scope = permissions.status_scope(user, status)
+            if scope == permissions.ALL:
+                docs |= self.docs("status", status)
+            elif scope == permissions.OWN:
+                docs |= self.docs("status", status) & self.docs("author", str(user.id))
         return frozenset(docs)
 
     def any_of(self, field: str, terms) -> frozenset:

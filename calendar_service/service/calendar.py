@@ -124,7 +124,7 @@ class CalendarService:
         slug exist already are refused with ``term_exists``.
         """
         if resource in (VENUES, ORGANIZERS):
-            existing = self.writer.find_duplicate(self.snapshot(), resource, args)
+            existing = self.writer.find_duplicate(self.snapshot(), resource, args, user)
             if existing is not None:
                 return existing, CREATED
         return self._write(self.writer.create(resource, args, user), user), CREATED
@@ -136,8 +136,8 @@ class CalendarService:
         return self._write(self.writer.update(record, args, user), user, precondition)
 
     def delete(self, record: Record, user: User, precondition=None) -> Record:
-        """Trash a post (status ``trash``, unlinking a venue or organizer from its events) or
-        delete a term for good (removing it from the events that carry it).
+        """Trash a post (status ``trash``; no other record changes) or delete a term for good
+        (removing it from the events that carry it).
 
         Returns the record after trashing, or the term as it was before deletion.
         """

@@ -50,6 +50,12 @@ def forbidden(authenticated: bool) -> ServiceError:
                         FORBIDDEN if authenticated else UNAUTHENTICATED)
 
 
+def cannot_assign_author() -> ServiceError:
+    """WordPress' ``rest_cannot_edit_others``: only who may change others' posts sets another author."""
+    return ServiceError("rest_cannot_edit_others", "Sorry, you are not allowed to write posts as this user.",
+                        FORBIDDEN)
+
+
 def term_exists(term_id: int | None) -> ServiceError:
     """A category or tag of that name (under that parent) or slug exists already."""
     return ServiceError("term_exists", "A term with the name provided already exists with this parent.", INVALID,

@@ -10,7 +10,7 @@ from datetime import timedelta
 from calendar_service.domain import dates
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES
-from calendar_service.service.writes import WritePlan
+from calendar_service.service.writes import REFERENCE_KEYS, WritePlan, unlink
 from calendar_service.domain.snapshot import Snapshot
 
 TRASHABLE = (EVENTS, VENUES, ORGANIZERS)
@@ -38,7 +38,8 @@ def emptying(records: list[Record], removed: list[Record]):
 
     Only records still in the trash at the branch head are removed (one restored meanwhile
     is kept); ``removed`` receives them. Events whose ``post_parent`` names a removed event
-    lose that link.
+    lose that link; events naming a removed venue or organizer lose that reference (trashing
+    left them in place so that a restore links them again).
     """
     wanted = {(r.resource.name, r.id) for r in records}
 
@@ -53,10 +54,13 @@ def emptying(records: list[Record], removed: list[Record]):
             plan.notes.append(f'Delete {current.resource.singular} {current.id} "{current.title}" for good')
         if not removed:
             return None
+        for record in removed:
+            if record.resource is not EVENTS:
+                unlink(plan, REFERENCE_KEYS[record.resource.name], record)
         gone = {r.id for r in removed if r.resource is EVENTS}
         for event in plan.snapshot.all(EVENTS):
             if event.data.get("post_parent") in gone and (EVENTS.name, event.id) not in wanted:
-                data = dict(event.data)
+                data = dict(plan.records.get((EVENTS.name, event.id)) or event.data)
                 data["post_parent"] = None
                 plan.put(EVENTS, data, old_path=event.path)
                 plan.notes.append(f"Unlink event {event.id} from its removed parent")

@@ -35,15 +35,23 @@ def _article(word: str) -> str:
     return ("an " if word[0] in "aeiou" else "a ") + word
 
 
-def parse_linked(value, resource: Resource, snapshot: Snapshot) -> list:
+def parse_linked(value, resource: Resource, snapshot: Snapshot, user: User | None) -> list:
     """Read the ``venue`` or ``organizer`` value of an event payload.
 
     The value may be an id, a comma-separated list of ids, an object (with an ``id``, or
     with a non-empty name to create a new record), a list of those, or a PHP-style list
     ``{"0": ..., "1": ...}``. Returns a list whose items are existing record ids or dicts
     describing new records. Empty values (``""``, ``0``, ``[]``) give an empty list.
+    An id of a record ``user`` may not link (``permissions.can_use``: someone else's private
+    or draft record it cannot see, a trashed one) is refused exactly like an unknown id.
     Raises LinkedValueError.
     """
+    def usable(ident: str) -> bool:
+        if not ident.isdigit():
+            return False
+        record = snapshot.get(resource, int(ident))
+        return record is not None and permissions.can_use(user, record)
+
     if value in (None, "", 0, "0", [], {}):
         return []
     if isinstance(value, str):
@@ -63,13 +71,13 @@ def parse_linked(value, resource: Resource, snapshot: Snapshot) -> list:
             raise LinkedValueError("not an id")
         if isinstance(item, (int, str)):
             text_value = str(item).strip()
-            if not text_value.isdigit() or snapshot.get(resource, int(text_value)) is None:
+            if not usable(text_value):
                 raise LinkedValueError(f"{text_value!r} is not the id of {_article(resource.singular)}")
             found.append(int(text_value))
         elif isinstance(item, dict):
             if item.get("id") not in (None, ""):
                 ident = str(item["id"]).strip()
-                if not ident.isdigit() or snapshot.get(resource, int(ident)) is None:
+                if not usable(ident):
                     raise LinkedValueError(f"{ident!r} is not the id of {_article(resource.singular)}")
                 found.append(int(ident))
             elif isinstance(item.get(resource.title_key), str) and item[resource.title_key].strip():
@@ -173,18 +181,20 @@ class Writer:
         return build
 
     def delete(self, record: Record):
-        """Trash a post (unlinking a venue or organizer from its events) or delete a term for
-        good (removing it from the events that carry it, its child categories move up)."""
+        """Trash a post or delete a term for good (removing it from the events that carry it,
+        its child categories move up).
+
+        Trashing changes the trashed record only: events keep naming a trashed venue or
+        organizer (embeds leave it out), so restoring it links it again, and a caller never
+        changes events it may not edit by trashing its own venue."""
         resource = record.resource
 
         def build(plan: WritePlan):
             current = plan.snapshot.get(resource, record.id)
             if current is None:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
-            ref_key = REFERENCE_KEYS.get(resource.name)
-            if ref_key:
-                self._unlink(plan, ref_key, current)
             if resource.kind == "term":
+                unlink(plan, REFERENCE_KEYS[resource.name], current)
                 plan.remove(current)
                 self._reparent_children(plan, current)
                 return f'Delete {resource.singular} {record.id} "{current.title}"', None
@@ -195,11 +205,13 @@ class Writer:
             return f'Trash {resource.singular} {record.id} "{current.title}"', (resource, record.id)
         return build
 
-    def find_duplicate(self, snapshot: Snapshot, resource: Resource, args: dict) -> Record | None:
+    def find_duplicate(self, snapshot: Snapshot, resource: Resource, args: dict, user: User | None) -> Record | None:
+        """The existing venue or organizer a create by name stands for (the original's duplicate
+        rule), among those ``user`` may match by name (``permissions.can_match``)."""
         name = str(args.get(resource.title_key) or "").strip().lower()
         description = args.get("description")
         for record in snapshot.all(resource):
-            if record.status == "trash" or record.title.strip().lower() != name:
+            if record.title.strip().lower() != name or not permissions.can_match(user, record):
                 continue
             if description not in (None, "") and (record.data.get("description") or "").strip() != str(description).strip():
                 continue
@@ -234,6 +246,8 @@ class Writer:
             data["slug"] = plan.unique_slug(resource, wanted, data["id"])
         data["status"] = permissions.scale_status(args.get("status"), user, None if creating else data.get("status"))
         if args.get("author") is not None:
+            if not permissions.can_assign_author(user, int(args["author"])):
+                raise errors.cannot_assign_author()
             data["author"] = int(args["author"])
         elif creating:
             data["author"] = user.id
@@ -291,7 +305,7 @@ class Writer:
             if key in args and args[key] is not None:
                 target = EVENT_REFERENCES[key]
                 try:
-                    items = parse_linked(args[key], target, plan.snapshot)
+                    items = parse_linked(args[key], target, plan.snapshot, user)
                 except LinkedValueError:
                     raise errors.plugin_error(f"could-not-create-{target.singular}") from None
                 data[key] = self._linked_ids(plan, target, items, user)
@@ -373,7 +387,7 @@ class Writer:
             if isinstance(item, int):
                 ids.append(item)
                 continue
-            duplicate = self.find_duplicate(plan.snapshot, resource, item)
+            duplicate = self.find_duplicate(plan.snapshot, resource, item, user)
             if duplicate is not None:
                 ids.append(duplicate.id)
                 continue
@@ -401,10 +415,15 @@ class Writer:
                 plan.put(CATEGORIES, data, old_path=child.path)
                 plan.notes.append(f"Move category {child.id} up to parent {data['parent'] or 0}")
 
-    def _unlink(self, plan: WritePlan, key: str, target: Record) -> None:
-        for event in plan.snapshot.events_referencing(key, target):
-            data = dict(plan.records.get((EVENTS.name, event.id)) or event.data)
-            kept = [ref for ref in data.get(key) or [] if plan.snapshot.resolve(target.resource, ref) is not target]
-            data[key] = kept
-            plan.put(EVENTS, data, old_path=event.path)
-            plan.notes.append(f"Unlink {target.resource.singular} {target.id} from event {event.id}")
+
+def unlink(plan: WritePlan, key: str, target: Record) -> None:
+    """Remove ``target`` from the ``key`` references of every event naming it (a term deleted
+    for good, a venue or organizer removed when the trash is emptied)."""
+    for event in plan.snapshot.events_referencing(key, target):
+        if event.path in plan.changes and plan.changes[event.path] is None:
+            continue  # removed by this same write
+        data = dict(plan.records.get((EVENTS.name, event.id)) or event.data)
+        kept = [ref for ref in data.get(key) or [] if plan.snapshot.resolve(target.resource, ref) is not target]
+        data[key] = kept
+        plan.put(EVENTS, data, old_path=event.path)
+        plan.notes.append(f"Unlink {target.resource.singular} {target.id} from event {event.id}")

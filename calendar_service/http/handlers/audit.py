@@ -14,7 +14,7 @@ def handle_revisions(call: Call):
 def handle_revision(call: Call):
     record = target(call)
     past, old = call.service.revision_at(record, call.args["commit"])
-    presenter = Presenter(past, call.urls, call.service.site_tz, call.unlocked)
+    presenter = Presenter(past, call.urls, call.service.site_tz, call.unlocked, call.user)
     return presenter.present(old, single=True), 200
 
 

@@ -19,7 +19,8 @@ def events_archive(call: Call):
     tz = call.service.site_tz
     strict = args.get("strict_dates", False)
     now = datetime.now(timezone.utc).astimezone(tz)
-    query = queries.EventQuery(page=args["page"], per_page=page_size(call), statuses=statuses_of(call))
+    query = queries.EventQuery(page=args["page"], per_page=page_size(call), statuses=statuses_of(call),
+                               unlocked=call.unlocked)
     echo: list[tuple[str, object]] = [("page", query.page), ("per_page", query.per_page)]
     relative_keys = ("starts_before", "starts_after", "ends_before", "ends_after")
     relative = any(k in present for k in relative_keys)

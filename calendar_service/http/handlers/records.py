@@ -34,7 +34,7 @@ def handle_single(call: Call):
     if record.resource is EVENTS:
         _check_event_password(call, record)
         if wants_ical(call):
-            feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked).feed([record])
+            feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user).feed([record])
             return ical_response(feed, f"{record.slug}.ics")
     body = call.presenter().present(record, single=True)
     text = encode_json(body)
