@@ -402,20 +402,26 @@ def _linked(resource):
             items = parse_linked(value, resource, ctx.snapshot)
         except LinkedValueError as exc:
             raise Invalid(str(exc)) from None
+        clean = []
         for item in items:
             if not isinstance(item, dict):
+                clean.append(item)
                 continue
+            # each value checked and normalized exactly as the resource's own create route does
+            cleaned = {key: value for key, value in item.items()}
             for nested in create_args(resource):
                 if item.get(nested.name) is None:
                     continue
                 try:
+                    check_text(item[nested.name])
                     if nested.check:
-                        CHECKS[nested.check](item[nested.name], ctx, nested)
+                        cleaned[nested.name] = CHECKS[nested.check](item[nested.name], ctx, nested)
                     else:
-                        coerce(nested, item[nested.name])
+                        cleaned[nested.name] = coerce(nested, item[nested.name])
                 except Invalid as exc:
                     raise Invalid(f"{arg.name}[{nested.name}]: {exc.reason}") from None
-        return value
+            clean.append(cleaned)
+        return clean
     return check
 
 
