@@ -102,3 +102,72 @@ def test_nested_venue_and_organizer_values_are_normalized(admin, anon, repo, sta
     assert organizer_id in [o["id"] for o in anon.get(API + "/organizers").get_json()["organizers"]]
     text = (repo.root / "venues").joinpath(next(p.name for p in (repo.root / "venues").iterdir())).read_text()
     assert "status: publish\n" in text
+
+
+# ------------------------------------------------------------------------- one slug rule
+
+def test_new_and_import_clean_windows_device_names_like_the_api(paths, repo, admin, capsys):
+    from zoneinfo import ZoneInfo
+
+    from calendar_service.cli.commands import main
+    from calendar_service.cli.importer import import_events
+    from calendar_service.storage.store import GitStore
+
+    api = admin.post(API + "/events", json={"title": "Lpt", "slug": "lpt1", "start_date": "2030-01-01 10:00:00",
+                                            "end_date": "2030-01-01 11:00:00"}).get_json()
+    content = paths["content_dir"]
+    assert main(["new", "event", "--title", "Con", "--slug", "con", "--start", "2030-01-01",
+                 "--end", "2030-01-01", "--dir", str(content)]) == 0
+    assert main(["new", "organizer", "--title", "Aux", "--dir", str(content)]) == 0
+    store = GitStore(content)
+    try:
+        import_events(store, [{"id": 900, "title": "Nul", "slug": "nul", "start_date": "2030-01-02 10:00:00",
+                               "end_date": "2030-01-02 11:00:00", "organizer": [{"organizer": "Prn", "slug": "prn"}]}],
+                      ZoneInfo("UTC"))
+    finally:
+        store.close()
+    stems = {p.stem for folder in ("events", "organizers") for p in (content / folder).iterdir()}
+    assert api["slug"] == "lpt1-1"
+    assert not stems & {"con", "nul", "aux", "prn", "lpt1"}, stems
+
+
+# ------------------------------------------------------------------------- e-mail, YAML aliases
+
+def test_organizer_email_with_a_line_break_is_refused_and_never_hides_an_event(admin, anon, repo):
+    r = admin.post(API + "/organizers", json={"organizer": "Broken Mail", "email": "a@example.org\nX-Evil: 1"})
+    assert r.status_code == 400 and r.get_json()["code"] == "rest_invalid_param"
+    nested = admin.post(API + "/events", json={"title": "Nested mail", "start_date": "2030-01-01 10:00:00",
+                                               "end_date": "2030-01-01 11:00:00",
+                                               "organizer": {"organizer": "N", "email": "n@example.org\r\n"}})
+    assert nested.status_code in (201, 400)
+    if nested.status_code == 201:
+        assert nested.get_json()["organizer"][0]["email"] == "n@example.org"
+    # a file edited by hand with such an address: the event stays in the feed
+    organizer = admin.post(API + "/organizers", json={"organizer": "Hand Edited", "email": "h@example.org"}).get_json()
+    path = repo.root / "organizers" / f"{organizer['slug']}.yaml"
+    repo.commit_file(f"organizers/{organizer['slug']}.yaml",
+                     path.read_text().replace("email: h@example.org", 'email: "h@example.org\\nX-Evil: 1"'))
+    event = admin.post(API + "/events", json={"title": "Feed me", "start_date": "2030-01-02 10:00:00",
+                                              "end_date": "2030-01-02 11:00:00",
+                                              "organizer": [organizer["id"]]}).get_json()
+    feed = anon.get(API + "/events", query_string={"ical": "1", "start_date": "2030-01-01", "end_date": "2030-12-31"}).get_data(as_text=True)
+    assert "SUMMARY:Feed me" in feed
+    assert "X-Evil" not in feed
+    single = anon.get(API + f"/events/{event['id']}", query_string={"ical": "1"}).get_data(as_text=True)
+    assert "SUMMARY:Feed me" in single
+
+
+def test_yaml_anchors_and_aliases_are_refused_with_their_line(paths, repo, anon, make_app, capsys):
+    from calendar_service.cli.commands import main
+
+    lines = ["id: 5", "venue: Bomb", "a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 25)]
+    repo.commit_file("venues/bomb.yaml", "\n".join(lines) + "\n")
+    repo.commit_file("events/alias.md", "---\nid: 6\ntitle: Alias\nstart_date: 2030-01-01 10:00:00\n"
+                                        "end_date: 2030-01-01 11:00:00\nextra: &x 1\n---\nbody\n")
+    assert main(["validate", str(paths["content_dir"])]) == 1
+    out = capsys.readouterr().out
+    assert "venues/bomb.yaml:3: " in out and "events/alias.md:6: " in out and "alias" in out.lower()
+    client = make_app().test_client()
+    assert client.get(API + "/venues").status_code == 200
+    assert client.get(API + "/events/6").status_code == 404

@@ -207,9 +207,10 @@ def cmd_new(options) -> int:
     title = options.title.strip()
     if not title:
         raise ValueError("--title must not be empty")
-    slug = options.slug or text.slugify(title) or f"{resource.singular}-{record_id}"
-    if not records.is_safe_slug(slug):
-        raise ValueError(f"--slug {slug!r}: use lowercase letters, digits, '-' or '_'")
+    if options.slug is not None and not records.is_safe_slug(options.slug):
+        raise ValueError(f"--slug {options.slug!r}: use lowercase letters, digits, '-' or '_'")
+    # the API's slug rule (a Windows device name such as ``con`` gets a suffix)
+    slug = text.slugify(options.slug or title) or f"{resource.singular}-{record_id}"
     path = records.path_for(resource, slug)
     target = root / path
     if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -249,6 +250,18 @@ def _string_or_empty(value, ctx, arg):
     text = to_str(value, arg.name)
     if "\x00" in text:
         raise Invalid("NUL bytes are not allowed.")
+    return text
+
+
+def _email_or_empty(value, ctx, arg):
+    """An e-mail address: one line with no spaces or control characters (it becomes an iCal
+    ``mailto:``, where a line break would break the whole event); blank is empty."""
+    text = _string_or_empty(value, ctx, arg)
+    if text is None:
+        return None
+    text = text.strip()
+    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in text):
+        raise Invalid("An e-mail address is one line without spaces or control characters.")
     return text
 
 
@@ -493,6 +506,7 @@ CHECKS = {
     "search": _nonempty,
     "nonempty": _nonempty,
     "string_or_empty": _string_or_empty,
+    "email_or_empty": _email_or_empty,
     "category_filter": _terms(CATEGORIES, set),
     "tag_filter": _terms(TAGS, set),
     "venue_filter": _post_filter(VENUES),
