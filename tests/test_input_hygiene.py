@@ -171,3 +171,50 @@ def test_yaml_anchors_and_aliases_are_refused_with_their_line(paths, repo, anon,
     client = make_app().test_client()
     assert client.get(API + "/venues").status_code == 200
     assert client.get(API + "/events/6").status_code == 404
+
+
+# ------------------------------------------------------------------------- commit subjects, CLI numbers
+
+def test_commit_subjects_are_one_printable_line(admin, repo):
+    title = "Gig\n\nSigned-off-by: Mallory <m@example.org>\x1b[31m red\r\u2028" + "x" * 500
+    r = admin.post(API + "/events", json={"title": title, "start_date": "2030-01-01 10:00:00",
+                                          "end_date": "2030-01-01 11:00:00",
+                                          "tags": ["new\ntag\x1b[0m"]})
+    assert r.status_code == 201, r.get_json()
+    message = repo("log", "-1", "--format=%B")
+    lines = message.splitlines()
+    subject = lines[0]
+    assert subject.startswith('Create event ') and "Signed-off-by: Mallory" in subject and len(subject) <= 120
+    assert not any(line.startswith("Signed-off-by") for line in lines)
+    assert "\x1b" not in message and "\r" not in message and "\u2028" not in message
+    assert repo("log", "-1", "--format=%(trailers)").strip() == ""
+    assert any(line.startswith('Create tag ') and "new tag" in line for line in lines)
+
+
+@pytest.mark.parametrize("value", ["1e300", "nan", "inf", "-1", "abc"])
+def test_numeric_cli_options_give_one_line_and_exit_2(paths, repo, value, capsys):
+    from calendar_service.cli.commands import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["trash", "list", "--older-than", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "--older-than" in err, err
+
+
+# ------------------------------------------------------------------------- log redaction
+
+@pytest.mark.parametrize("query", ["password=ab'TAILSECRET", "password=ab%27TAILSECRET", "x=1&pass%77ord=a\"TAILSECRET",
+                                   "PASSWORD=TAILSECRET&y=2", "token[]=a;TAILSECRET", "pwd=a=b=TAILSECRET"])
+def test_secret_query_values_are_redacted_whole(make_app, query):
+    from calendar_service.http.app import RedactSecrets
+
+    make_app()  # installs the filter on the access loggers
+    access = logging.getLogger("werkzeug")
+    assert any(isinstance(f, RedactSecrets) for f in access.filters)
+    record = logging.LogRecord("werkzeug", logging.INFO, __file__, 1, '%s - - [x] "%s" %s -',
+                               ("127.0.0.1", f"GET /calendar/events/v1/events/5?{query} HTTP/1.1", "403"), None)
+    for f in access.filters:
+        f.filter(record)
+    line = record.getMessage()
+    assert "TAILSECRET" not in line and "[redacted]" in line and line.endswith(' HTTP/1.1" 403 -'), line

@@ -15,6 +15,7 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import replace
@@ -275,8 +276,29 @@ def cmd_import(options) -> int:
     return 0
 
 
+MAX_DAYS = 100_000  # about 270 years: any larger --older-than is surely a typo
+
+
+def days(value: str) -> float:
+    """A number of days for ``--older-than``: finite, from 0 to MAX_DAYS."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 <= number <= MAX_DAYS:  # also refuses nan and infinities
+        raise argparse.ArgumentTypeError(f"expected a number of days from 0 to {MAX_DAYS}, got {value!r}")
+    return number
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors are one clear line (no usage block) and exit 2, like every other CLI error."""
+
+    def error(self, message):
+        self.exit(FAILED, f"error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
+    parser = _Parser(prog="python -m calendar_service", description="Calendar service tools.")
     commands = parser.add_subparsers(dest="command", required=True)
     reindex = commands.add_parser("reindex", help="rebuild the search index (CALENDAR_INDEX_DIR) in full")
     reindex.set_defaults(func=cmd_reindex)
@@ -312,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("empty", "delete trashed records for good in one commit (git history keeps them)")):
         action = trash_actions.add_parser(name, help=text)
         action.add_argument("--type", choices=("events", "venues", "organizers"), help="only this kind of record")
-        action.add_argument("--older-than", type=float, metavar="DAYS", help="only records trashed this long ago")
+        action.add_argument("--older-than", type=days, metavar="DAYS", help="only records trashed this long ago")
         if name == "empty":
             action.add_argument("--user", required=True, help="the account (editor or administrator) the commit "
                                                               "is authored by")
