@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from calendar_service.domain.booleans import LENIENT, parse_bool
@@ -24,6 +25,25 @@ def _list(value: str) -> tuple[str, ...]:
 
 # a branch name git accepts and no command line can mistake for an option
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/+-]+(?<!\.lock)(?<![/.])$")
+
+
+_HOST = re.compile(r"^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?$")
+
+
+def host_allowed(host: str, patterns) -> bool:
+    """Whether a Host header value (``name[:port]``) matches one of ``patterns``, as Django's
+    ``validate_host``: ``*`` any, ``.example.org`` that domain and its subdomains, else the exact
+    name (case and a trailing dot ignored, the port never compared). A malformed value never matches."""
+    if not host or not _HOST.match(host):
+        return False
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") and ":" in host else host
+    name = name.lower().rstrip(".")
+    for pattern in patterns:
+        if pattern == "*" or name == pattern:
+            return True
+        if pattern.startswith(".") and (name.endswith(pattern) or name == pattern[1:]):
+            return True
+    return False
 
 
 def without_userinfo(text: str) -> str:
@@ -51,6 +71,9 @@ class Settings:
     committer_name: str = "Calendar Service"
     committer_email: str = "calendar-service@localhost"
     cors_origins: tuple[str, ...] = ()
+    # Host header values answered (Django's ALLOWED_HOSTS: "*" any, ".example.org" the domain and
+    # its subdomains); empty = the local names and the host of ``site_url``
+    allowed_hosts: tuple[str, ...] = ()
     # the git remote the branch is pushed to and pulled from ("" = none); may hold credentials
     git_remote: str = field(default="", repr=False)
     git_remote_branch: str = ""        # default: ``branch``
@@ -82,6 +105,7 @@ class Settings:
         "CALENDAR_COMMITTER_NAME": ("committer_name", str),
         "CALENDAR_COMMITTER_EMAIL": ("committer_email", str),
         "CALENDAR_CORS_ORIGINS": ("cors_origins", _list),
+        "CALENDAR_ALLOWED_HOSTS": ("allowed_hosts", _list),
         "CALENDAR_GIT_REMOTE": ("git_remote", str),
         "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),
         "CALENDAR_PULL_INTERVAL": ("pull_interval", float),
@@ -149,6 +173,18 @@ class Settings:
             git_remote=self.git_remote.strip(),
             git_remote_branch=self.git_remote_branch or self.branch,
         )
+
+    @property
+    def host_patterns(self) -> tuple[str, ...]:
+        """The Host patterns answered: ``allowed_hosts``, or the local names and the site's host."""
+        if self.allowed_hosts:
+            return tuple(h.lower().rstrip(".") if h != "*" else h for h in self.allowed_hosts)
+        local = ("localhost", "127.0.0.1", "[::1]")
+        site = urlsplit(self.site_url).hostname if self.site_url else None
+        if site:
+            site = f"[{site}]" if ":" in site else site
+            return local + (site.lower().rstrip("."),)
+        return local
 
     @property
     def tz(self) -> ZoneInfo:

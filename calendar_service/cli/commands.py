@@ -15,6 +15,7 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import replace
@@ -207,9 +208,10 @@ def cmd_new(options) -> int:
     title = options.title.strip()
     if not title:
         raise ValueError("--title must not be empty")
-    slug = options.slug or text.slugify(title) or f"{resource.singular}-{record_id}"
-    if not records.is_safe_slug(slug):
-        raise ValueError(f"--slug {slug!r}: use lowercase letters, digits, '-' or '_'")
+    if options.slug is not None and not records.is_safe_slug(options.slug):
+        raise ValueError(f"--slug {options.slug!r}: use lowercase letters, digits, '-' or '_'")
+    # the API's slug rule (a Windows device name such as ``con`` gets a suffix)
+    slug = text.slugify(options.slug or title) or f"{resource.singular}-{record_id}"
     path = records.path_for(resource, slug)
     target = root / path
     if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):
@@ -274,8 +276,29 @@ def cmd_import(options) -> int:
     return 0
 
 
+MAX_DAYS = 100_000  # about 270 years: any larger --older-than is surely a typo
+
+
+def days(value: str) -> float:
+    """A number of days for ``--older-than``: finite, from 0 to MAX_DAYS."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 <= number <= MAX_DAYS:  # also refuses nan and infinities
+        raise argparse.ArgumentTypeError(f"expected a number of days from 0 to {MAX_DAYS}, got {value!r}")
+    return number
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors are one clear line (no usage block) and exit 2, like every other CLI error."""
+
+    def error(self, message):
+        self.exit(FAILED, f"error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m calendar_service", description="Calendar service tools.")
+    parser = _Parser(prog="python -m calendar_service", description="Calendar service tools.")
     commands = parser.add_subparsers(dest="command", required=True)
     reindex = commands.add_parser("reindex", help="rebuild the search index (CALENDAR_INDEX_DIR) in full")
     reindex.set_defaults(func=cmd_reindex)
@@ -311,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("empty", "delete trashed records for good in one commit (git history keeps them)")):
         action = trash_actions.add_parser(name, help=text)
         action.add_argument("--type", choices=("events", "venues", "organizers"), help="only this kind of record")
-        action.add_argument("--older-than", type=float, metavar="DAYS", help="only records trashed this long ago")
+        action.add_argument("--older-than", type=days, metavar="DAYS", help="only records trashed this long ago")
         if name == "empty":
             action.add_argument("--user", required=True, help="the account (editor or administrator) the commit "
                                                               "is authored by")

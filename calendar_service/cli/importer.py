@@ -392,8 +392,8 @@ class _Planner:
             linked.new_id, linked.reused = match.id, True
 
     def _slug(self, resource: Resource, wanted, title: str, record_id: int) -> str:
-        base = wanted if records.is_safe_slug(wanted) else (text.slugify(wanted or title)
-                                                             or f"{resource.singular}-{record_id}")
+        # the API's slug rule: the same cleaning (Windows device names too) for a given slug or a title
+        base = text.slugify(wanted if isinstance(wanted, str) and wanted else title) or f"{resource.singular}-{record_id}"
         taken = self.taken_slugs[resource.folder]
         slug = text.unique_slug(base, taken.__contains__)
         taken.add(slug)

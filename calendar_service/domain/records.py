@@ -26,6 +26,34 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _BaseDumper = yaml.SafeDumper
 
 
+_CParser = getattr(yaml, "CParser", None)
+
+
+def load_yaml(text: str):
+    """Load the YAML of a content file: the one loader of records (plain files and front matter).
+
+    Content files need no anchors or aliases, and nested aliases can make a few lines expand to
+    gigabytes: any anchor or alias is refused (a ``yaml.YAMLError`` with its line).
+    """
+    if "&" in text or "*" in text:  # neither can occur without one of these characters
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "anchors and aliases (&name, *name) are not allowed in content files",
+                    event.start_mark)
+    return yaml.load(text, Loader=_Loader)
+
+
+class _FrontMatter(frontmatter.YAMLHandler):
+    """Front matter read with ``load_yaml``."""
+
+    def load(self, fm: str, **kwargs):
+        return load_yaml(fm)
+
+
+_FRONT_MATTER = _FrontMatter()
+
+
 class _Dumper(_BaseDumper):
     """Block style for records, ``[1, 2]`` for short lists, ``|`` blocks for multi-line text."""
 
@@ -147,10 +175,10 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         if resource.body_key:
             if not text.lstrip("\ufeff").startswith("---"):
                 return None, [Problem(path, 1, "expected YAML front matter starting with '---'")]
-            post = frontmatter.loads(text)
+            post = frontmatter.loads(text, handler=_FRONT_MATTER)
             meta, body = post.metadata, post.content
         else:
-            meta = yaml.load(text, Loader=_Loader)
+            meta = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1

@@ -7,6 +7,8 @@ paths that changed.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import cached_property
 
 from calendar_service.domain.records import Problem, Record
@@ -31,6 +33,38 @@ def _event_refs(event: Record):
                 yield key, ref_term(ref)
 
 
+# Derived values a snapshot remembers at most (least recently used dropped first): with
+# presented objects kept independent of the request's host, a few per record.
+MEMO_SIZE = 20_000
+
+
+class Memo:
+    """A bounded, thread-safe mapping that forgets its least recently used entries."""
+
+    def __init__(self, size: int = MEMO_SIZE):
+        self.size = size
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            try:
+                self._items.move_to_end(key)
+            except KeyError:
+                return default
+            return self._items[key]
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 class Snapshot:
     """Every record at one commit."""
 
@@ -38,7 +72,7 @@ class Snapshot:
                  changed: set[str] | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
-        self.memo: dict = {}  # derived values (presented objects...) valid for this commit only
+        self.memo = Memo()  # derived values (presented objects...) valid for this commit only
         if previous is None or changed is None or previous._conflicts or not self._advance(previous, changed):
             self._build()
 

@@ -32,6 +32,19 @@ def slugify(text: str) -> str:
     return text
 
 
+SUBJECT_MAX = 120     # characters of a commit message line made from record text
+
+
+def one_line(value: str, limit: int = SUBJECT_MAX) -> str:
+    """``value`` as one line of printable text for a commit message: line breaks, tabs and other
+    control or format characters (ANSI escapes included) become spaces, runs of spaces one, and
+    the result is cut to ``limit`` characters (with an ellipsis). A title can then never add a
+    line (a forged trailer) or colour a terminal."""
+    out = "".join(" " if (ch.isspace() or unicodedata.category(ch)[0] == "C") else ch for ch in str(value))
+    out = re.sub(r" {2,}", " ", out).strip()
+    return out if len(out) <= limit else out[: limit - 1].rstrip() + "\u2026"
+
+
 def unique_slug(wanted: str, taken: Callable[[str], bool]) -> str:
     """``wanted``, or the first of ``wanted-2``, ``wanted-3``... that is not ``taken``."""
     slug, n = wanted, 2

@@ -11,11 +11,12 @@ import io
 import logging
 import re
 import weakref
+from urllib.parse import unquote_plus
 
 from flask import Flask, g, request
 from werkzeug.exceptions import HTTPException
 
-from calendar_service.config import Settings
+from calendar_service.config import Settings, host_allowed
 from calendar_service.auth.limits import Busy, Throttled
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
                                           SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route)
@@ -90,6 +91,16 @@ def create_app(test_config: dict | None = None) -> Flask:
         error = ApiError("rest_internal_error", "The server could not complete the request.", INTERNAL_ERROR)
         return json_response(error.body(), error.status)
 
+    host_patterns = settings.host_patterns
+
+    @app.before_request
+    def check_host():
+        # a Host the service does not answer for is refused before anything is read or cached
+        host = request.environ.get("HTTP_HOST") or request.environ.get("SERVER_NAME", "")
+        if not host_allowed(host, host_patterns):
+            raise ApiError("rest_invalid_host", "The Host header names a host this service does not answer for.",
+                           BAD_REQUEST)
+
     @app.before_request
     def limit_body():
         # Flask enforces MAX_CONTENT_LENGTH only on bodies it reads; refuse any larger body up front
@@ -137,14 +148,31 @@ def close_app(app: Flask) -> None:
 
 
 class RedactSecrets(logging.Filter):
-    """Blank ``password=...`` (an event password tried in a query string) in access log lines."""
+    """Blank the values of secret parameters (``password=...``, an event password tried in a query
+    string) in access log lines.
 
-    PATTERN = re.compile(r"(\b(?:password|pass|pwd|token)=)[^&\s\"']*", re.I)
+    Each query string in the line is split into its parameters; a parameter whose decoded name
+    (``password``, ``pass``, ``pwd``, ``token``, also with ``[...]`` after it) is secret has its
+    whole value replaced, whatever characters the value holds.
+    """
+
+    SECRET_NAMES = frozenset({"password", "pass", "pwd", "token"})
+    QUERY = re.compile(r"\?(\S*?)(\"?)(?=\s|$)")
+
+    def _redact_query(self, found: re.Match) -> str:
+        parts = []
+        for part in found.group(1).split("&"):
+            name, sep, _ = part.partition("=")
+            key = unquote_plus(name).split("[", 1)[0].strip().lower()
+            parts.append(f"{name}=[redacted]" if sep and key in self.SECRET_NAMES else part)
+        return "?" + "&".join(parts) + found.group(2)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if self.PATTERN.search(message):
-            record.msg, record.args = self.PATTERN.sub(r"\1[redacted]", message), ()
+        if "?" in message:
+            redacted = self.QUERY.sub(self._redact_query, message)
+            if redacted != message:
+                record.msg, record.args = redacted, ()
         return True
 
 

@@ -189,7 +189,7 @@ ORGANIZER_CREATE_ARGS = _post_meta_args(
     Arg("status", N_("The organizer post status"), type="string", check="post_status", location="body"),
     _body("phone", N_("The organizer phone number")),
     _body("website", N_("The organizer website"), check="url_or_empty"),
-    _body("email", N_("The organizer e-mail address")),
+    _body("email", N_("The organizer e-mail address"), check="email_or_empty"),
     _body("image", N_("The organizer featured image ID or URL"), check="image"),
 )
 

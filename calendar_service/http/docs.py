@@ -6,7 +6,7 @@ schema of an argument comes from the check that validates it (``CHECK_SCHEMAS``)
 document says what the API really accepts; an Endpoint may name its success schema
 (``Endpoint.response``), else one is chosen by handler and resource, else the response is
 described without a body. Descriptions and summaries come in the request's language.
-Built documents are cached per (base URL, language): they depend on nothing else.
+Built documents are cached per (base URL, language), the 8 most recent of each: they depend on nothing else.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def namespace_index(urls: Urls, language: str = "en") -> dict:
     return _namespace_index(urls.rest_base, language)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _namespace_index(rest_base: str, language: str) -> dict:
     routes = {}
     for route in ROUTES:
@@ -382,7 +382,7 @@ def openapi(urls: Urls, language: str = "en") -> dict:
     return _openapi(urls.rest_base, language)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _openapi(rest_base: str, language: str) -> dict:
     paths: dict = {}
     bodies: dict = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime, timedelta, timezone
+import unicodedata
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
@@ -239,6 +240,8 @@ class IcalPresenter:
         for n, organizer in enumerate(organizers):
             data = organizer.data
             email = str(data.get("email") or "").strip()
+            if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in email):
+                email = ""  # an address edited by hand with a line break: never break the event
             if n == 0:
                 address = vCalAddress(f"mailto:{email}" if email else self.urls.permalink(ORGANIZERS, organizer.slug))
                 address.params["CN"] = vText(organizer.title)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -252,6 +253,18 @@ def _string_or_empty(value, ctx, arg):
     return text
 
 
+def _email_or_empty(value, ctx, arg):
+    """An e-mail address: one line with no spaces or control characters (it becomes an iCal
+    ``mailto:``, where a line break would break the whole event); blank is empty."""
+    text = _string_or_empty(value, ctx, arg)
+    if text is None:
+        return None
+    text = text.strip()
+    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in text):
+        raise Invalid("An e-mail address is one line without spaces or control characters.")
+    return text
+
+
 def _terms(resource, collect=list):
     """Existing terms given by id or slug (CSV or array); ``collect`` builds the result (list or set)."""
     def check(value, ctx, arg):
@@ -408,20 +421,26 @@ def _linked(resource):
             items = parse_linked(value, resource, ctx.snapshot, ctx.user)
         except LinkedValueError as exc:
             raise Invalid(str(exc)) from None
+        clean = []
         for item in items:
             if not isinstance(item, dict):
+                clean.append(item)
                 continue
+            # each value checked and normalized exactly as the resource's own create route does
+            cleaned = {key: value for key, value in item.items()}
             for nested in create_args(resource):
                 if item.get(nested.name) is None:
                     continue
                 try:
+                    check_text(item[nested.name])
                     if nested.check:
-                        CHECKS[nested.check](item[nested.name], ctx, nested)
+                        cleaned[nested.name] = CHECKS[nested.check](item[nested.name], ctx, nested)
                     else:
-                        coerce(nested, item[nested.name])
+                        cleaned[nested.name] = coerce(nested, item[nested.name])
                 except Invalid as exc:
                     raise Invalid(f"{arg.name}[{nested.name}]: {exc.reason}") from None
-        return value
+            clean.append(cleaned)
+        return clean
     return check
 
 
@@ -493,6 +512,7 @@ CHECKS = {
     "search": _nonempty,
     "nonempty": _nonempty,
     "string_or_empty": _string_or_empty,
+    "email_or_empty": _email_or_empty,
     "category_filter": _terms(CATEGORIES, set),
     "tag_filter": _terms(TAGS, set),
     "venue_filter": _post_filter(VENUES),

@@ -6,6 +6,7 @@ by the term endpoints, and as embedded in an event).
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import timezone
 from urllib.parse import urlsplit
@@ -37,6 +38,30 @@ class Urls:
 
     def global_id(self, record_id: int) -> str:
         return f"{self.host_path}?id={record_id}"
+
+
+# Presented objects are cached once per record, whatever the request's host: built with these
+# stand-in URLs (random per process, so no content can spell them), then the caller's URLs are
+# put in. A flood of distinct Host headers therefore costs no memory.
+_TOKEN = secrets.token_hex(8)
+_STAND_IN = Urls(rest_base=f"https://rest-{_TOKEN}.invalid", site=f"https://site-{_TOKEN}.invalid")
+
+
+def _with_urls(obj, urls: Urls):
+    """A copy of ``obj`` with the stand-in URLs replaced by ``urls`` (only what holds them is copied)."""
+    if isinstance(obj, str):
+        if _TOKEN not in obj:
+            return obj
+        return (obj.replace(_STAND_IN.rest_base, urls.rest_base).replace(_STAND_IN.site, urls.site)
+                .replace(_STAND_IN.host_path, urls.host_path))
+    if isinstance(obj, dict):
+        out = {key: _with_urls(value, urls) for key, value in obj.items()}
+        if isinstance(out.get("global_id_lineage"), list):  # a stored entry may now equal global_id
+            out["global_id_lineage"] = list(dict.fromkeys(out["global_id_lineage"]))
+        return out
+    if isinstance(obj, list):
+        return [_with_urls(value, urls) for value in obj]
+    return obj
 
 
 # What a password-protected record shows to someone without its password (as WordPress blanks it).
@@ -137,26 +162,28 @@ class Presenter:
     def present(self, record: Record, single: bool = False) -> dict:
         """The API object of any record.
 
-        Objects are remembered for the snapshot's commit (content is immutable per commit),
-        unless a password-protected record is involved: what those show depends on the caller.
-        Callers must not change the returned objects.
+        Objects are remembered for the snapshot's commit (content is immutable per commit), once
+        for every host (see ``_STAND_IN``), unless a password-protected record is involved: what
+        those show depends on the caller. Callers must not change the returned objects.
         """
-        key = ("present", record.resource.name, record.id, single, self.urls, self.viewer)
+        if self._involves_password(record):
+            return self._build(record, single)
+        key = ("present", record.resource.name, record.id, single, self.viewer)
         cached = self.snapshot.memo.get(key)
-        if cached is not None:
-            return cached
+        if cached is None:
+            cached = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
+            self.snapshot.memo[key] = cached
+        return _with_urls(cached, self.urls)
+
+    def _build(self, record: Record, single: bool) -> dict:
         resource = record.resource
         if resource is EVENTS:
-            out = self.event(record, single)
-        elif resource is VENUES:
-            out = self.venue(record, single)
-        elif resource is ORGANIZERS:
-            out = self.organizer(record, single)
-        else:
-            out = self.term(record)
-        if not self._involves_password(record):
-            self.snapshot.memo[key] = out
-        return out
+            return self.event(record, single)
+        if resource is VENUES:
+            return self.venue(record, single)
+        if resource is ORGANIZERS:
+            return self.organizer(record, single)
+        return self.term(record)
 
     def _involves_password(self, record: Record) -> bool:
         if record.data.get("password"):

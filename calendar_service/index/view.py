@@ -15,9 +15,11 @@ from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 
 # Cached answers kept per generation before the cache is emptied (memory stays bounded
-# whatever the callers ask): visibility sets per (statuses, user), and text searches.
+# whatever the callers ask): visibility sets per (statuses, user), text searches, term sets.
 MAX_VISIBLE_SETS = 256
 MAX_SEARCHES = 1000
+# Document sets per (field, term) and per search word: terms come from requests.
+MAX_SETS = 4096
 # The numeric columns every generation reads whole.
 COLUMNS = ("rid", "start", "end", "pub")
 
@@ -85,6 +87,8 @@ class IndexView:
             except TermNotFound:
                 found = frozenset()
             with self._lock:
+                if len(self._sets) >= MAX_SETS:
+                    self._sets.clear()
                 self._sets[key] = found
         return found
 
@@ -143,5 +147,7 @@ class IndexView:
             found = frozenset().union(*(self.docs("text", term.decode("utf-8") if isinstance(term, bytes) else term)
                                         for term in self.reader.expand_prefix("text", word)))
             with self._lock:
+                if len(self._sets) >= MAX_SETS:
+                    self._sets.clear()
                 self._sets[key] = found
         return found

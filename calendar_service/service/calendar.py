@@ -18,7 +18,7 @@ import threading
 
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
-from calendar_service.domain import permissions, queries
+from calendar_service.domain import permissions, queries, text
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resource
 from calendar_service.index import search
@@ -182,8 +182,9 @@ class CalendarService:
                 if outcome is None:
                     return None
                 message, target = outcome
+                message = text.one_line(message)  # subjects and notes quote titles: one printable line each
                 if plan.notes:
-                    message += "\n\n" + "\n".join(plan.notes)
+                    message += "\n\n" + "\n".join(text.one_line(note) for note in plan.notes)
                 message += f"\n\nVia {via} by {user.login} (user {user.id})."
                 try:
                     self.store.commit(plan.changes, message, author, snapshot.commit, push=self.sync.has_remote)

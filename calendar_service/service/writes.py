@@ -8,6 +8,7 @@ become new terms. Nothing here touches git: the service commits the plan.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timezone
 
@@ -108,6 +109,25 @@ def parse_term_list(value) -> list:
     return out
 
 
+_QUOTED_KEY = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
+
+
+def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
+    """Raise ``rest_invalid_param`` when ``content`` would not be read back as a record."""
+    record, problems = records.parse(path, content)
+    errors_found = [p for p in problems if p.severity == "error"]
+    if record is not None and not errors_found:
+        return
+    reasons = {}
+    for problem in errors_found or [records.Problem(path, 1, "the record could not be read back")]:
+        found = _QUOTED_KEY.search(problem.message)
+        key = found.group(1) if found else resource.title_key
+        if key.endswith("_utc") and key[: -len("_utc")] in resource.input_keys:
+            key = key[: -len("_utc")]  # stored as UTC, sent as local time
+        reasons.setdefault(key, f"The value cannot be stored: {problem.message}.")
+    raise errors.invalid_params(reasons)
+
+
 @dataclass
 class WritePlan:
     """The files one write changes, the ids it hands out, and what its commit message says."""
@@ -138,10 +158,14 @@ class WritePlan:
         return slug
 
     def put(self, resource: Resource, data: dict, old_path: str | None = None) -> None:
+        """Plan ``data`` as its file. The file is read back first with the rules ``validate``
+        and the loader use: one that would not read back is a 400 naming the field, never a commit."""
         path = records.path_for(resource, data["slug"])
+        content = records.dump(resource, data)
+        _check_reads_back(resource, path, content)
         if old_path and old_path != path:
             self.changes[old_path] = None
-        self.changes[path] = records.dump(resource, data)
+        self.changes[path] = content
         self.records[(resource.name, data["id"])] = data
 
     def remove(self, record: Record) -> None:

@@ -134,5 +134,5 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
         paging_links(call, echo, result.page, result.page * result.per_page < result.total,
                result.page > 1 and result.total > 0, EVENTS)
     set_totals(call, result)
-    presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked)
+    presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
     return ical_response(presenter.feed(result.items), "events.ics")
