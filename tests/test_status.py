@@ -58,3 +58,42 @@ def test_validate_reports_a_symlink_under_a_content_folder(tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 1
     assert "passwd.md:1: the service refuses this path: a symbolic link" in done.stdout
+
+
+def test_the_store_never_writes_an_unsafe_path(instance):  # noqa: F811
+    a = instance("a")
+    store = a.service.store
+    for path in (".git/config", "events/../../escaped.md", "/tmp/abs.md", "events/GIT~1/x.md", "events/a\\b.md"):
+        with store.write_lock():
+            try:
+                store.commit({path: b"x\n"}, "bad", ("Someone", "someone@example.org"), store.head())
+            except Exception as exc:  # noqa: BLE001
+                assert "refusing to write" in str(exc)
+            else:
+                raise AssertionError(f"{path} was written")
+
+
+def test_the_path_rule():
+    from calendar_service.domain.paths import path_problem
+    for path in ("events/a.md", "venues/x/y.yaml", "README.md", "LICENSE", ".gitignore", ".github/workflows/v.yml",
+                 ".pre-commit-config.yaml", ".editorconfig"):
+        assert path_problem(path, 0o100644) is None, path
+    for path in (".git/config", ".GIT/config", ".git./x", ".git. /x", "git~1/x", "GIT~2/x", ".g\u200cit/x",
+                 "events/.git/x", "events/../x", "events/./x", "events//x", "/etc/passwd", "events/a\\b",
+                 "events/a\nb", "notes/x.md", "setup.py", ""):
+        assert path_problem(path, 0o100644), path
+    assert path_problem("events/a.md", 0o120000) == "a symbolic link"
+    assert path_problem("events/sub", 0o160000) == "a submodule"
+
+
+def test_a_refused_commit_is_logged_once(instance, bare, caplog):  # noqa: F811
+    a = instance("a")
+    assert a.create("Before").status_code == 201
+    crafter = Crafter(bare)
+    commit = crafter.push_tree_with([("120000", "blob", crafter.blob(b"/etc/passwd"), "README.md")], "link")
+    caplog.set_level("ERROR", logger="calendar_service.storage.remote")
+    for _ in range(3):
+        assert a.hook().status_code == 409
+    assert a.create("During").status_code == 201
+    refusals = [r for r in caplog.records if commit in r.getMessage()]
+    assert len(refusals) == 1 and "README.md" in refusals[0].getMessage()

@@ -64,8 +64,10 @@ def component_problem(name: str) -> str | None:
     return None
 
 
-def path_problem(path: str, mode: int | None = None) -> str | None:
-    """Why the repository may not hold ``path`` (with git ``mode``, when known); None when it may."""
+def path_problem(path: str, mode: int | None = None, anywhere: bool = False) -> str | None:
+    """Why the repository may not hold ``path`` (with git ``mode``, when known); None when it may.
+    With ``anywhere`` only the components and the mode are checked, not the allowed places
+    (for the store, which may be asked to write any file of the repository)."""
     if not path:
         return "an empty path"
     if path.startswith("/"):
@@ -81,6 +83,8 @@ def path_problem(path: str, mode: int | None = None) -> str | None:
         if mode == SUBMODULE_MODE:
             return "a submodule"
         return f"not a plain file (mode {mode:o})"
+    if anywhere:
+        return None
     if len(parts) == 1:
         if not TOP_LEVEL_FILES.fullmatch(parts[0]):
             return "not under a content folder nor an ordinary repository file"

@@ -56,7 +56,7 @@ class Writer:
         if self._head() != expected_head:
             raise BranchMoved("the branch moved")
         for path in changes:
-            problem = path_problem(path)
+            problem = path_problem(path, anywhere=True)
             if problem:
                 raise StoreError(f"refusing to write {path!r}: {problem}")
         old_blobs = self._history.blobs_at(expected_head, changes)
