@@ -60,7 +60,8 @@ class Remote:
         """The remote as messages may show it: without credentials."""
         return without_userinfo(self.url)
 
-    def _call(self, *args: str, config: tuple[str, ...] = (), argv: list[str] | None = None) -> subprocess.CompletedProcess:
+    def _call(self, *args: str, config: tuple[str, ...] = (),
+              argv: list[str] | None = None) -> subprocess.CompletedProcess:
         """Run a git command that talks to the remote (no prompts, bounded time), with ``config``
         options (``-c`` pairs) before it. Raises RemoteUnavailable when it does not finish within
         REMOTE_TIMEOUT seconds."""

@@ -34,8 +34,8 @@ from calendar_service.storage.remote import Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
 
 # what callers import from here (the store's one public module)
-__all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "PullRefused", "RemoteError", "RemoteUnavailable", "RemoteRefused",
-           "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
+__all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "PullRefused", "RemoteError", "RemoteUnavailable",
+           "RemoteRefused", "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
 
 DEFAULT_COMMITTER = ("Calendar Service", "calendar-service@localhost")
 WRITE_LOCK_MODE = 0o600
