@@ -54,13 +54,15 @@ def create_body(resource: str, n: int) -> dict:
     }[resource]
 
 
-# routes the original does not have (revisions, changes feed): tested in test_revisions_changes.py
-EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook"}
+# routes the original does not have (revisions, changes feed): tested in test_revisions_changes.py;
+# the webhook and the status view: test_remote.py, test_pull_security.py, test_status.py
+EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook", "status"}
 ORIGINAL_ROUTES = tuple(r for r in ROUTES if r.endpoints[0].handler not in EXTENSION_HANDLERS)
 
 
 def is_extension_path(key: str) -> bool:
-    return "/revisions" in key or key.endswith("/changes") or key.endswith("/hooks/git")
+    return ("/revisions" in key or key.endswith("/changes") or key.endswith("/hooks/git")
+            or key.endswith("/status"))
 
 
 def concrete_path(route, world) -> str:
@@ -89,6 +91,7 @@ def test_route_table_is_the_documented_inventory():
           for p in (rf"/{name}/(?P<id>\d+)/revisions", rf"/{name}/(?P<id>\d+)/revisions/(?P<commit>[^/]+)")],
         "/changes",
         "/hooks/git",
+        "/status",
     ]
 
 

@@ -9,6 +9,7 @@ Commands:
   trash empty --user LOGIN [--type T] [--older-than DAYS] [--yes]
   validate [CONTENT_DIR] [--allow-warnings]
                                check every content file as the service reads it
+  status                       the status view as JSON: head, remote, last pull, refused commit, index, skipped
   new event|venue|organizer|category|tag --title T [--start S --end E] [--dir CONTENT_DIR]
                                write a new record file with the next free id (not committed)
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
 from calendar_service.config import Settings
 from calendar_service.domain import records
+from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.service import errors as service_errors
 from calendar_service.service.build import NoRepository, build_service
@@ -174,7 +176,7 @@ def cmd_validate(options) -> int:
             texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
         return records.line_of(texts[path], key)
 
-    problems = list(snapshot.problems) + snapshot.reference_problems(line_of)
+    problems = list(snapshot.problems) + snapshot.reference_problems(line_of) + unsafe_paths(root)
     shown = os.path.normpath(str(options.content_dir)) if options.content_dir else str(root)
     failing = 0
     for problem in sorted(problems, key=lambda p: (p.path, p.line)):
@@ -190,6 +192,35 @@ def cmd_validate(options) -> int:
     print(f"content OK: {sum(counts.values())} records in {len(snapshot.files)} files ("
           + ", ".join(f"{n} {name}" for name, n in counts.items()) + ")")
     return 0
+
+
+def unsafe_paths(root: Path) -> list[records.Problem]:
+    """A problem for each path under the content folders that the service would refuse to pull
+    (see ``domain.paths``): a symbolic link, a ``.git`` or otherwise unsafe component."""
+    found = []
+    for folder in CONTENT_FOLDERS:
+        for path in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else ():
+            if path.is_dir() and not path.is_symlink():
+                continue
+            relative = path.relative_to(root).as_posix()
+            problem = path_problem(relative, SYMLINK_MODE if path.is_symlink() else FILE_MODES[0])
+            if problem:
+                found.append(records.Problem(relative, 1, f"the service refuses this path: {problem}"))
+    return found
+
+
+def cmd_status(options) -> int:
+    """Print the status view (the same as GET /calendar/events/v1/status) as JSON."""
+    import json
+
+    service = _service(Settings.from_env())
+    if service is None:
+        return NO_REPOSITORY
+    try:
+        print(json.dumps(service.status(), indent=2))
+        return 0
+    finally:
+        service.close()
 
 
 def cmd_new(options) -> int:
@@ -346,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--allow-warnings", action="store_true",
                           help="exit 0 when only warnings are found (unknown keys, slug not matching the file name)")
     validate.set_defaults(func=cmd_validate)
+    status = commands.add_parser("status", help="print the state of the content repository, the git remote "
+                                                 "(last pull, refused commit), the index and skipped files as JSON")
+    status.set_defaults(func=cmd_status)
     new = commands.add_parser("new", help="write a new record file (not committed)")
     new.add_argument("kind", choices=[r.singular for r in RESOURCES.values()])
     new.add_argument("--title", required=True, help="title (events), name (venues, organizers, terms)")

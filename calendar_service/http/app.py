@@ -51,6 +51,22 @@ def create_app(test_config: dict | None = None) -> Flask:
     from calendar_service.http.docs_ui import ui
     app.register_blueprint(ui)
 
+    @app.get("/healthz")
+    def healthz():
+        """Liveness for load balancers: the process answers (no authentication, no git)."""
+        return json_response({"alive": True}, 200)
+
+    @app.get("/readyz")
+    def readyz():
+        """Readiness for load balancers: 200 once the service can answer from current data
+        (a successful pull since the start when a remote is configured, the search index at the
+        branch head), else 503 in the error envelope saying why."""
+        ready, why = service.ready()
+        if ready:
+            return json_response({"ready": True, "head": service.branch_head()}, 200)
+        error = ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE)
+        return json_response(error.body(), error.status)
+
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
         return json_response(exc.body(), exc.status)

@@ -203,6 +203,10 @@ def build_routes() -> tuple[Route, ...]:
     routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature",
                                                  N_("Pull the git remote after a signed push event"),
                                                  "GitHookResult"),)))
+    routes.append(Route("/status", (Endpoint(("GET",), "status", (), "audit",
+                                             N_("Show the state of the content repository for operators: the branch "
+                                                "head, the git remote and its last pull, a refused commit, the search "
+                                                "index and the files skipped at the head")),)))
     return tuple(routes)
 
 

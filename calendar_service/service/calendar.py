@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime, timezone
 
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
@@ -186,8 +187,13 @@ class CalendarService:
                 if plan.notes:
                     message += "\n\n" + "\n".join(text.one_line(note) for note in plan.notes)
                 message += f"\n\nVia {via} by {user.login} (user {user.id})."
+                push = self.sync.push_writes
+                if self.sync.has_remote and not push and snapshot.commit is None:
+                    # never start a history of our own beside a remote we could not follow yet
+                    raise errors.remote_unavailable("The git remote holds a refused commit and this service has "
+                                                    "no content yet. The write was not applied. Try again later.")
                 try:
-                    self.store.commit(plan.changes, message, author, snapshot.commit, push=self.sync.has_remote)
+                    self.store.commit(plan.changes, message, author, snapshot.commit, push=push)
                 except BranchMoved:
                     log.info("branch moved during a write; retrying (%d)", attempt + 1)
                     continue
@@ -230,6 +236,40 @@ class CalendarService:
     def branch_head(self) -> str | None:
         """The commit the service's branch points at."""
         return self.store.head()
+
+    def status(self) -> dict:
+        """What operators need to know: the branch head, the remote (without credentials), the last
+        pull and a refused commit, the search index's commit, and the problems of files skipped
+        or read with warnings at the head (path, line, message)."""
+        snapshot = self.snapshot()
+        refused = self.store.refused
+        last = self.store.last_pull
+        indexed = (self.index.state() or {}).get("commit") if self.index is not None else None
+        return {
+            "head": snapshot.commit,
+            "branch": self.settings.branch,
+            "remote": {
+                "url": self.store.remote_display if self.has_remote else None,
+                "branch": self.settings.git_remote_branch if self.has_remote else None,
+                "last_pull": None if last is None else {
+                    "time": datetime.fromtimestamp(last["time"], timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "result": last["result"]},
+                "refused": None if refused is None else {"commit": refused.commit, "path": refused.path,
+                                                         "reason": refused.reason},
+            },
+            "index": {"commit": indexed, "behind": self.index is not None and indexed != snapshot.commit},
+            "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
+                        for p in snapshot.problems],
+        }
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether a load balancer may send requests here, and why not: with a remote, a pull must
+        have succeeded since the start; the search index must reflect the branch head."""
+        if self.has_remote and not self.store.synced:
+            return False, "no successful pull from the git remote since the start"
+        if self.status()["index"]["behind"]:
+            return False, "the search index is catching up"
+        return True, ""
 
     def start_pulling(self) -> threading.Thread | None:
         """Start the periodic pull (see ``RemoteSync.start``)."""

@@ -106,3 +106,10 @@ def revision_not_found(commit: str, singular: str, record_id: int) -> ServiceErr
 def changes_token_expired() -> ServiceError:
     return ServiceError("rest_changes_token_expired",
                         "The token is unknown or expired; read everything again and start from a new token.", GONE)
+
+
+def pull_refused(commit: str | None, path: str, reason: str) -> ServiceError:
+    """The git remote's branch points at a commit the service refuses to check out; nothing moved."""
+    return ServiceError("calendar-pull-refused", f"The git remote's commit {commit} was refused ({path or 'a tree'}: "
+                        f"{reason}); the service stays at its last good commit until the remote is repaired.",
+                        CONFLICT, commit=commit, path=path, reason=reason)

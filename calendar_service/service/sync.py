@@ -12,7 +12,8 @@ import threading
 from calendar_service.config import Settings
 from calendar_service.service import errors
 from calendar_service.service.errors import ServiceError
-from calendar_service.storage.store import BranchMoved, GitStore, PullResult, RemoteError, RemoteRefused, StoreError
+from calendar_service.storage.store import (BranchMoved, GitStore, PullRefused, PullResult, RemoteError, RemoteRefused,
+                                           StoreError)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class RemoteSync:
             self.store.pull_locked()
         except BranchMoved:
             return  # an editor committed in the checkout meanwhile: the caller recomputes anyway
+        except PullRefused:
+            return  # the remote is refused: the caller commits locally (see ``push_writes``)
         except RemoteError as exc:
             raise self.failure(exc, "The write was not applied.") from None
         clash = self.store.clashes(base, self.store.head(), changes)
@@ -52,6 +55,13 @@ class RemoteSync:
             log.warning("write conflicts with the remote (%s); refused as a conflict, kept as %s", ", ".join(clash), ref)
             raise errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
                                   + "); the write was not applied. Reload it and try again.")
+
+    @property
+    def push_writes(self) -> bool:
+        """Whether writes are pushed before they are acknowledged: with a remote, unless its head
+        is a refused commit. Then writes are committed locally and pushed (replayed onto the
+        repaired remote) by the first pull that is not refused."""
+        return self.has_remote and self.store.refused is None
 
     @staticmethod
     def failure(exc: RemoteError, outcome: str) -> ServiceError:
@@ -73,6 +83,8 @@ class RemoteSync:
                 return self.store.pull()
             except BranchMoved:
                 continue  # an editor committed in the checkout meanwhile
+            except PullRefused as exc:
+                raise errors.pull_refused(exc.commit, exc.path, exc.reason) from None
             except RemoteError as exc:
                 raise self.failure(exc, "Nothing was pulled.") from None
         raise errors.conflict("the content repository kept changing; pull again")
@@ -107,6 +119,8 @@ class RemoteSync:
                 if failing:
                     log.info("periodic pull works again")
                 failing = None
+            except PullRefused as exc:
+                failing = str(exc)  # logged (once per commit) by the store
             except StoreError as exc:
                 if str(exc) != failing:
                     log.warning("periodic pull failed (retrying every %g s): %s", self.settings.pull_interval, exc)

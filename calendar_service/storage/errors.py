@@ -29,3 +29,14 @@ class PushRejected(StoreError):
     def __init__(self, message: str, commit: str):
         super().__init__(message)
         self.commit = commit
+
+
+class PullRefused(StoreError):
+    """The remote branch points at a commit whose tree the service refuses to check out (a path
+    outside the content, a ``.git`` component, a symlink, a submodule); nothing moved."""
+
+    def __init__(self, commit: str | None, path: str, reason: str):
+        super().__init__(f"refused commit {commit} of the git remote: {path or 'a tree'}: {reason}")
+        self.commit = commit
+        self.path = path
+        self.reason = reason

@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from calendar_service.config import without_userinfo
-from calendar_service.storage.errors import PushRejected, RemoteRefused, RemoteUnavailable, StoreError
+from calendar_service.storage.errors import PullRefused, PushRejected, RemoteRefused, RemoteUnavailable, StoreError
 from calendar_service.storage.gitcmd import SHA, Git
+from calendar_service.storage.guard import FSCK_MESSAGES, FSCK_OPTIONS, first_problem
 from calendar_service.storage.history import History
 from calendar_service.storage.objects import ObjectStore, group
 from calendar_service.storage.writing import Writer
@@ -57,15 +60,18 @@ class Remote:
         """The remote as messages may show it: without credentials."""
         return without_userinfo(self.url)
 
-    def _call(self, *args: str) -> subprocess.CompletedProcess:
-        """Run a git command that talks to the remote (no prompts, bounded time).
-        Raises RemoteUnavailable when it does not finish within REMOTE_TIMEOUT seconds."""
+    def _call(self, *args: str, config: tuple[str, ...] = (),
+              argv: list[str] | None = None) -> subprocess.CompletedProcess:
+        """Run a git command that talks to the remote (no prompts, bounded time), with ``config``
+        options (``-c`` pairs) before it. Raises RemoteUnavailable when it does not finish within
+        REMOTE_TIMEOUT seconds."""
         env = dict(self._git.env)
         for name in ("GIT_SSH_COMMAND", "GIT_SSH"):  # how the operator reaches an ssh remote
             if os.environ.get(name):
                 env[name] = os.environ[name]
         try:
-            return subprocess.run(self._git.argv(*args), capture_output=True, env=env, timeout=REMOTE_TIMEOUT)
+            command = (argv or ["git", "-C", str(self._git.root)]) + [*config, *args]
+            return subprocess.run(command, capture_output=True, env=env, timeout=REMOTE_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise RemoteUnavailable(f"git {args[0]}: the remote {self.display} did not answer "
                                     f"within {REMOTE_TIMEOUT} s") from None
@@ -92,17 +98,63 @@ class Remote:
                 return sha
         return None
 
-    def fetch(self) -> str | None:
+    def fetch(self, current: str | None = None) -> str | None:
         """Fetch the remote branch (into ``refs/calendar/remote/<branch>``); returns its commit,
-        None when the remote has no such branch. Raises RemoteUnavailable."""
+        None when the remote has no such branch.
+
+        git checks every object it receives (``FSCK_OPTIONS``): a tree with a ``.git``, ``..``
+        or otherwise unsafe entry is refused while fetched, so it never enters the repository.
+        Raises PullRefused then (naming the commit and, found in a throw-away quarantine
+        repository, the path; ``current`` is the branch head the paths are compared with),
+        RemoteUnavailable when the remote cannot be reached."""
         tracking = REMOTE_REF_PREFIX + self.branch
         proc = self._call("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", self.url,
-                          f"+refs/heads/{self.branch}:{tracking}")
+                          f"+refs/heads/{self.branch}:{tracking}", config=FSCK_OPTIONS)
         if proc.returncode == 0:
             return self._run("rev-parse", "--verify", "-q", tracking + "^{commit}").decode().strip()
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if any(msg.lower() in stderr.lower() for msg in FSCK_MESSAGES) or "fsck" in stderr:
+            raise self._diagnose(current, stderr)
         if self.head() is None:  # reachable, but the branch does not exist (yet)
             return None
         raise RemoteUnavailable(self._message("fetch", proc.stderr))
+
+    def _diagnose(self, current: str | None, stderr: str) -> PullRefused:
+        """The refusal of a fetch git's object checks stopped: the remote's commit and the first
+        unsafe path, found by fetching into a throw-away bare repository (borrowing this one's
+        objects, never running anything from it) and walking the new tree."""
+        reason = next((line.strip() for line in stderr.splitlines() if any(m in line for m in FSCK_MESSAGES)),
+                      "git's object checks refused the fetched objects")
+        git_dir = self._git.root / ".git"
+        with tempfile.TemporaryDirectory(prefix="calendar-quarantine-", dir=git_dir) as folder:
+            quarantine = ["git", f"--git-dir={folder}"]
+            subprocess.run(["git", "init", "-q", "--bare", folder], capture_output=True, env=self._git.env)
+            alternates = os.path.join(folder, "objects", "info", "alternates")
+            with open(alternates, "w", encoding="utf-8") as out:
+                out.write(str((git_dir / "objects").resolve()) + "\n")
+            proc = self._call("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", self.url,
+                              f"+refs/heads/{self.branch}:refs/quarantine", argv=quarantine,
+                              config=("-c", "fetch.fsckObjects=false", "-c", "transfer.fsckObjects=false"))
+            if proc.returncode != 0:
+                return PullRefused(self.head(), "", reason)
+
+            def read(sha: bytes) -> bytes:
+                return subprocess.run(quarantine + ["cat-file", "tree", sha.hex()], capture_output=True,
+                                      env=self._git.env, check=True).stdout
+
+            def tree(commit: str) -> bytes:
+                raw = subprocess.run(quarantine + ["cat-file", "commit", commit], capture_output=True,
+                                     env=self._git.env, check=True).stdout
+                return bytes.fromhex(raw[len(b"tree "):len(b"tree ") + 40].decode())
+
+            try:
+                commit = subprocess.run(quarantine + ["rev-parse", "refs/quarantine"], capture_output=True,
+                                        env=self._git.env, check=True).stdout.decode().strip()
+                found = first_problem(tree(commit), tree(current) if current else None, read)
+            except (subprocess.CalledProcessError, ValueError):
+                return PullRefused(self.head(), "", reason)
+        path, why = found if found else ("", reason)
+        return PullRefused(commit, path, why)
 
     def push(self, commit: str) -> None:
         """Make the remote branch point at ``commit`` if that is a fast-forward. Nothing local
@@ -133,17 +185,57 @@ class Follower:
         self._run = run
         self._head = head
         self._lock = lock
+        self.refused: PullRefused | None = None   # the remote's commit the last pull refused
+        self.last_pull: dict | None = None        # {"time": epoch seconds, "result": "ok" | "refused" | "failed"}
+        self._logged: set[str | None] = set()      # refused commits already logged
+        self.synced = False                        # whether a pull has succeeded since the start
 
     def pull(self) -> PullResult:
         """Fetch, then: behind, fast-forward; ahead, push; diverged, replay the local commits onto
-        the remote head and push. Raises RemoteUnavailable (nothing changed) or BranchMoved
+        the remote head and push. Raises PullRefused (the remote's commit holds a path the service
+        will not check out; nothing moved), RemoteUnavailable (nothing changed) or BranchMoved
         (an editor committed in this checkout meanwhile)."""
+        try:
+            result = self._pull()
+        except PullRefused as exc:
+            self.last_pull = {"time": time.time(), "result": "refused"}
+            self.refused = exc
+            if exc.commit not in self._logged:
+                self._logged.add(exc.commit)
+                log.error("refused commit %s of the git remote %s: %s: %s; the branch stays at %s",
+                          exc.commit, self.remote.display, exc.path or "(a tree)", exc.reason, self._head())
+            raise
+        except StoreError:
+            self.last_pull = {"time": time.time(), "result": "failed"}
+            raise
+        self.last_pull = {"time": time.time(), "result": "ok"}
+        self.synced = True
+        if self.refused is not None:
+            log.info("the git remote is followed again (head %s)", result.head)
+        self.refused = None
+        return result
+
+    def check(self, local: str | None, remote: str) -> None:
+        """Raise PullRefused when the tree of ``remote`` holds a path (new or changed since
+        ``local``) the repository may not hold; see ``domain.paths``."""
+        with self._lock:
+            try:
+                found = first_problem(self._objects.tree_of(remote),
+                                      self._objects.tree_of(local) if local else None, self._objects.read)
+            except Exception as exc:  # a tree git's checks let through but that cannot be read
+                raise PullRefused(remote, "", f"unreadable tree ({type(exc).__name__})") from None
+        if found:
+            raise PullRefused(remote, *found)
+
+    def _pull(self) -> PullResult:
         result = PullResult(self._head())
         for attempt in range(REMOTE_ATTEMPTS):
-            remote = self.remote.fetch()
+            remote = self.remote.fetch(self._head())
             local = self._head()
             if local == remote:
                 break
+            if remote is not None:
+                self.check(local, remote)
             if local is None or (remote is not None and self._history.is_ancestor(local, remote)):
                 self._writer.follow(local, remote)
                 result.moved = True

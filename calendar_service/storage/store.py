@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from calendar_service.storage.bulk import BulkWriter
-from calendar_service.storage.errors import (BranchMoved, PushRejected, RemoteError, RemoteRefused,
+from calendar_service.storage.errors import (BranchMoved, PullRefused, PushRejected, RemoteError, RemoteRefused,
                                              RemoteUnavailable, StoreError)
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SHA_LENGTH, ZERO, Git
 from calendar_service.storage.history import History
@@ -34,8 +34,8 @@ from calendar_service.storage.remote import Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
 
 # what callers import from here (the store's one public module)
-__all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "RemoteError", "RemoteUnavailable", "RemoteRefused",
-           "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
+__all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "PullRefused", "RemoteError", "RemoteUnavailable",
+           "RemoteRefused", "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
 
 DEFAULT_COMMITTER = ("Calendar Service", "calendar-service@localhost")
 WRITE_LOCK_MODE = 0o600
@@ -232,6 +232,22 @@ class GitStore:
     def pull_locked(self) -> PullResult:
         """``pull`` for a caller that holds the write lock already."""
         return self._follower.pull()
+
+    @property
+    def refused(self) -> PullRefused | None:
+        """The remote's commit the last pull refused (None: the remote is followed)."""
+        return self._follower.refused
+
+    @property
+    def last_pull(self) -> dict | None:
+        """When the last pull ran and how it ended: {"time": epoch seconds, "result": "ok" |
+        "refused" | "failed"}; None before the first."""
+        return self._follower.last_pull
+
+    @property
+    def synced(self) -> bool:
+        """Whether a pull from the remote has succeeded since this store was opened."""
+        return self._follower.synced
 
     def keep_aside(self, commit: str) -> str:
         """Keep ``commit`` reachable under ``refs/calendar/conflicts/<sha>``; returns the ref name."""

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from calendar_service.domain.paths import path_problem
 from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.gitcmd import ZERO
 from calendar_service.storage.history import History
@@ -54,6 +55,10 @@ class Writer:
         """
         if self._head() != expected_head:
             raise BranchMoved("the branch moved")
+        for path in changes:
+            problem = path_problem(path, anywhere=True)
+            if problem:
+                raise StoreError(f"refusing to write {path!r}: {problem}")
         old_blobs = self._history.blobs_at(expected_head, changes)
         for path in changes:
             self._check_worktree_clean(path, old_blobs.get(path))

@@ -6,11 +6,12 @@ Each takes the request's ``Call`` and answers ``(body, status)`` for JSON, or a 
 from calendar_service.http.handlers.archives import handle_archive
 from calendar_service.http.handlers.audit import handle_changes, handle_revision, handle_revisions
 from calendar_service.http.handlers.discovery import handle_doc, handle_index
-from calendar_service.http.handlers.hooks import handle_git_hook
+from calendar_service.http.handlers.hooks import handle_git_hook, handle_status
 from calendar_service.http.handlers.records import handle_create, handle_delete, handle_single, handle_update
 
 HANDLERS = {
     "git_hook": handle_git_hook,
+    "status": handle_status,
     "index": handle_index,
     "doc": handle_doc,
     "archive": handle_archive,

@@ -52,3 +52,8 @@ def handle_git_hook(call: Call):
     result = svc.pull_remote()
     return {"pulled": True, "head": result.head, "moved": result.moved, "pushed": result.pushed,
             "conflicts": result.conflicts}, 200
+
+
+def handle_status(call: Call):
+    """The state of the content repository, the remote and the index, for operators."""
+    return call.service.status(), 200

@@ -1,0 +1,99 @@
+"""Operators and load balancers: the status command, /healthz, /readyz, and validate's path check."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from test_pull_security import Crafter, _git  # noqa: F401
+from test_remote import bare, instance, remote  # noqa: F401  (fixtures)
+
+
+def test_healthz_and_readyz(instance):  # noqa: F811
+    a = instance("a")
+    client = a.app.test_client()
+    assert client.get("/healthz").status_code == 200
+    # nothing pulled yet from the empty remote counts as a successful sync
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.get_json()
+    assert ready.get_json()["ready"] is True
+
+
+def test_readyz_is_503_while_the_remote_is_poisoned_at_start(instance, bare, tmp_path):  # noqa: F811
+    seed = instance("seed")
+    assert seed.create("Seeded").status_code == 201
+    crafter = Crafter(bare)
+    crafter.push_tree_with([crafter.nested(".git/config", ("100644", "blob", crafter.blob(b"[core]\n")))], "poison")
+    late = instance("late")
+    answer = late.app.test_client().get("/readyz")
+    assert answer.status_code == 503
+    assert answer.get_json()["code"] == "calendar-not-ready" and answer.get_json()["data"]["status"] == 503
+    status = late.admin.get("/status").get_json()
+    assert status["head"] is None and status["remote"]["refused"]["path"].startswith(".git")
+    assert status["remote"]["last_pull"]["result"] == "refused"
+
+
+def test_status_command_prints_the_status_view(instance, tmp_path, users_template):  # noqa: F811
+    a = instance("a")
+    assert a.create("Shown").status_code == 201
+    a.service.stop_pulling()
+    env = {**os.environ, "CALENDAR_CONTENT_DIR": str(a.service.settings.content_dir),
+           "CALENDAR_INDEX_DIR": str(a.service.settings.index_dir), "CALENDAR_USERS_FILE": str(users_template),
+           "CALENDAR_GIT_REMOTE": a.service.settings.git_remote, "CALENDAR_TIMEZONE": "UTC"}
+    done = subprocess.run([sys.executable, "-m", "calendar_service", "status"], capture_output=True, env=env,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["head"] == a.repo.head()
+    assert shown["remote"]["refused"] is None and shown["remote"]["last_pull"]["result"] == "ok"
+    assert shown["skipped"] == []
+
+
+def test_validate_reports_a_symlink_under_a_content_folder(tmp_path):
+    root = tmp_path / "content"
+    (root / "events").mkdir(parents=True)
+    (root / "events" / "passwd.md").symlink_to("/etc/passwd")
+    done = subprocess.run([sys.executable, "-m", "calendar_service", "validate", str(root)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1
+    assert "passwd.md:1: the service refuses this path: a symbolic link" in done.stdout
+
+
+def test_the_store_never_writes_an_unsafe_path(instance):  # noqa: F811
+    a = instance("a")
+    store = a.service.store
+    for path in (".git/config", "events/../../escaped.md", "/tmp/abs.md", "events/GIT~1/x.md", "events/a\\b.md"):
+        with store.write_lock():
+            try:
+                store.commit({path: b"x\n"}, "bad", ("Someone", "someone@example.org"), store.head())
+            except Exception as exc:  # noqa: BLE001
+                assert "refusing to write" in str(exc)
+            else:
+                raise AssertionError(f"{path} was written")
+
+
+def test_the_path_rule():
+    from calendar_service.domain.paths import path_problem
+    for path in ("events/a.md", "venues/x/y.yaml", "README.md", "LICENSE", ".gitignore", ".github/workflows/v.yml",
+                 ".pre-commit-config.yaml", ".editorconfig"):
+        assert path_problem(path, 0o100644) is None, path
+    for path in (".git/config", ".GIT/config", ".git./x", ".git. /x", "git~1/x", "GIT~2/x", ".g\u200cit/x",
+                 "events/.git/x", "events/../x", "events/./x", "events//x", "/etc/passwd", "events/a\\b",
+                 "events/a\nb", "notes/x.md", "setup.py", ""):
+        assert path_problem(path, 0o100644), path
+    assert path_problem("events/a.md", 0o120000) == "a symbolic link"
+    assert path_problem("events/sub", 0o160000) == "a submodule"
+
+
+def test_a_refused_commit_is_logged_once(instance, bare, caplog):  # noqa: F811
+    a = instance("a")
+    assert a.create("Before").status_code == 201
+    crafter = Crafter(bare)
+    commit = crafter.push_tree_with([("120000", "blob", crafter.blob(b"/etc/passwd"), "README.md")], "link")
+    caplog.set_level("ERROR", logger="calendar_service.storage.remote")
+    for _ in range(3):
+        assert a.hook().status_code == 409
+    assert a.create("During").status_code == 201
+    refusals = [r for r in caplog.records if commit in r.getMessage()]
+    assert len(refusals) == 1 and "README.md" in refusals[0].getMessage()
