@@ -78,6 +78,7 @@ class Settings:
     git_remote: str = field(default="", repr=False)
     git_remote_branch: str = ""        # default: ``branch``
     pull_interval: float = 30.0        # seconds between periodic pulls; 0 = only on the webhook
+    remote_timeout: float = 10.0       # seconds one git command talking to the remote may take
     webhook_secret: str = field(default="", repr=False)
     # limits on guessing (auth/limits.py): failed sign-ins per login and per client address in a
     # window of seconds, wrong event passwords per event and address; 0 attempts = no limit
@@ -109,6 +110,7 @@ class Settings:
         "CALENDAR_GIT_REMOTE": ("git_remote", str),
         "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),
         "CALENDAR_PULL_INTERVAL": ("pull_interval", float),
+        "CALENDAR_REMOTE_TIMEOUT": ("remote_timeout", float),
         "CALENDAR_WEBHOOK_SECRET": ("webhook_secret", str),
         "CALENDAR_LOGIN_ATTEMPTS": ("login_attempts", int),
         "CALENDAR_LOGIN_ADDRESS_ATTEMPTS": ("login_address_attempts", int),
@@ -160,6 +162,8 @@ class Settings:
             raise ValueError("CALENDAR_GIT_REMOTE must be a URL, a path or a remote's name")
         if not self.pull_interval >= 0:
             raise ValueError("CALENDAR_PULL_INTERVAL must be 0 (off) or a number of seconds")
+        if not self.remote_timeout > 0:
+            raise ValueError("CALENDAR_REMOTE_TIMEOUT must be a positive number of seconds")
         content = self.content_dir.expanduser().resolve()
         users = self.users_file.expanduser().resolve()
         if users == content or content in users.parents:

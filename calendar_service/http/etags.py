@@ -1,4 +1,4 @@
-"""ETags of single reads and the If-Match / If-None-Match checks."""
+"""ETags of single reads and write responses, and the If-Match / If-None-Match checks."""
 from __future__ import annotations
 
 import hashlib
@@ -6,22 +6,33 @@ import hashlib
 from flask import request
 
 from calendar_service.domain.records import Record
-from calendar_service.http.errors import ApiError
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.call import Call, encode_json
-from calendar_service.http.presenters import Presenter
+from calendar_service.http.presenters import Presenter, Urls
+from calendar_service.service import errors as service_errors
+
+# Tags are computed from the body as served under this base, whatever the request's host:
+# a tag is the same on every replica and behind every host name.
+TAG_BASE = "https://etag.invalid"
+TAG_URLS = Urls(rest_base=TAG_BASE + "/calendar/events/v1", site=TAG_BASE)
 
 
 def etag(text: str) -> str:
-    """The ETag of a single read: a hash of the exact response body.
-
-    Hashing the body itself (rather than the record's blob or the commit) makes the tag
-    change exactly when the body would: an event embeds its venue, organizers and terms
-    (with their counts), a password-protected record is blanked or not depending on the
-    caller and the password given, and URLs depend on the host asked. Unrelated commits
-    leave it alone, so caches stay valid across other records' writes. By id and by slug
-    the body, hence the tag, is the same.
-    """
+    """A strong ETag: a hash of ``text``."""
     return '"' + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40] + '"'
+
+
+def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
+    """The ETag of ``record``'s single read at ``snapshot`` for this caller.
+
+    It hashes the single-read body rendered with a fixed base URL (``TAG_URLS``), so it
+    changes exactly when that body would (the record itself, the venue, organizers and
+    terms it embeds with their counts, what password protection shows to this caller) but
+    not with the Host header asked: a tag from one replica or host name holds on every
+    other. Unrelated commits leave it alone; by id and by slug it is the same.
+    """
+    presenter = Presenter(snapshot, TAG_URLS, call.service.site_tz, call.unlocked, call.user)
+    return etag(encode_json(presenter.present(record, single=True)))
 
 
 def matches(header: str | None, tag: str | None, weak: bool) -> bool:
@@ -54,11 +65,7 @@ def if_match(call: Call, record: Record):
 
     def check(snapshot) -> None:
         current = snapshot.get(record.resource, record.id)
-        tag = None
-        if current is not None:
-            presenter = Presenter(snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
-            tag = etag(encode_json(presenter.present(current, single=True)))
+        tag = record_etag(call, snapshot, current) if current is not None else None
         if not matches(header, tag, weak=False):
-            raise ApiError("rest_precondition_failed",
-                           "The record changed since it was read (If-Match does not match its current ETag).", 412)
+            raise service_errors.precondition_failed()
     return check

@@ -39,7 +39,8 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     brought in line with the remote first. The caller closes the service (``close()``).
     """
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
-                     remote=settings.git_remote, remote_branch=settings.git_remote_branch)
+                     remote=settings.git_remote, remote_branch=settings.git_remote_branch,
+                     remote_timeout=settings.remote_timeout)
     if not create and not store.exists():
         raise NoRepository(f"no content repository at {settings.content_dir}")
     try:

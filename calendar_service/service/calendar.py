@@ -14,7 +14,9 @@ trash). Failures are ``errors.ServiceError``; ``build.build_service`` makes the 
 from __future__ import annotations
 
 import logging
+import random
 import threading
+import time
 from datetime import datetime, timezone
 
 from calendar_service.auth.accounts import Accounts, User
@@ -36,7 +38,15 @@ __all__ = ["CalendarService", "LinkedValueError", "parse_linked", "parse_term_li
 
 log = logging.getLogger(__name__)
 
-WRITE_ATTEMPTS = 5  # commits tried while the branch or the remote keeps moving under a write
+# A write the branch or the remote keeps moving under is recomputed on the new head, at most
+# WRITE_ATTEMPTS times and only while less than WRITE_PATIENCE seconds passed (well below
+# gunicorn's --timeout of the README), after a random wait up to RETRY_BACKOFF seconds, doubled
+# per attempt up to RETRY_BACKOFF_MAX. A replica whose writes keep losing the race for the
+# remote (the other one pushes a burst back to back) thus waits that burst out.
+WRITE_ATTEMPTS = 40
+WRITE_PATIENCE = 20.0
+RETRY_BACKOFF = 0.05
+RETRY_BACKOFF_MAX = 0.5
 CREATED = 201       # the status of a create, also when an existing duplicate venue or organizer is returned
 
 
@@ -51,7 +61,7 @@ class CalendarService:
         self.accounts = accounts
         self.index = index
         self.writer = Writer(settings)
-        self.history = History(store, catalog, self.check_readable)
+        self.history = History(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
 
@@ -170,20 +180,45 @@ class CalendarService:
         """Run ``build`` against the branch head under the write lock and commit what it planned.
 
         ``precondition(snapshot)``, when given, runs first against that same head under the
-        lock and may raise (an If-Match that no longer matches: nothing is committed).
+        lock and may raise (an If-Match that no longer matches: nothing is committed). With a
+        git remote, a precondition that fails is checked once more after a pull (the tag may
+        come from a replica that is ahead). A plan that changes no file makes no commit.
+        When the branch or the remote moved meanwhile the write is recomputed on the new head
+        (fetched again after the wait) after a random wait that doubles with each attempt
+        (exponential backoff with jitter), within WRITE_ATTEMPTS and WRITE_PATIENCE.
         """
         author = (user.name, user.email)
+        pulled_for_precondition = not self.sync.has_remote
+        refresh = False  # the remote refused the last attempt: fetch again after the wait
+        deadline = time.monotonic() + WRITE_PATIENCE
         for attempt in range(WRITE_ATTEMPTS):
+            if attempt:  # outside the lock: the writers that won meanwhile go on, and the other replica too
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(random.uniform(0, min(RETRY_BACKOFF_MAX, RETRY_BACKOFF * 2 ** (attempt - 1))))
             with self.store.write_lock():
+                if refresh:  # the remote head fetched before the wait is likely stale by now
+                    self._pull_locked("The write was not applied.")
+                    refresh = False
                 snapshot = self.catalog.current()
                 if precondition is not None:
-                    precondition(snapshot)
+                    try:
+                        precondition(snapshot)
+                    except errors.ServiceError as exc:
+                        if exc.kind != errors.PRECONDITION_FAILED or pulled_for_precondition:
+                            raise
+                        pulled_for_precondition = True
+                        self._pull_locked("The write was not applied.")
+                        snapshot = self.catalog.current()
+                        precondition(snapshot)
                 plan = WritePlan(snapshot)
                 outcome = build(plan)
                 if outcome is None:
                     return None
                 message, target = outcome
                 message = text.one_line(message)  # subjects and notes quote titles: one printable line each
+                if not plan.changes:  # nothing to change: no (empty) commit
+                    return None if target is None else snapshot.get(*target)
                 if plan.notes:
                     message += "\n\n" + "\n".join(text.one_line(note) for note in plan.notes)
                 message += f"\n\nVia {via} by {user.login} (user {user.id})."
@@ -198,8 +233,13 @@ class CalendarService:
                     log.info("branch moved during a write; retrying (%d)", attempt + 1)
                     continue
                 except PushRejected as exc:
-                    self.sync.catch_up(snapshot.commit, plan.changes, exc.commit)
+                    clash = self.sync.catch_up(snapshot.commit, plan.changes)
+                    if clash and precondition is not None:
+                        precondition(self.catalog.current())  # a stale If-Match is a 412, as on any replica
+                    if clash:
+                        raise self.sync.conflict(clash, exc.commit)
                     log.info("the remote moved during a write; recomputing it on the remote head (%d)", attempt + 1)
+                    refresh = True
                     continue
                 except RemoteError as exc:
                     raise self.sync.failure(exc, "The write was not applied.") from None
@@ -210,6 +250,30 @@ class CalendarService:
                 resource, record_id = target
                 return self.catalog.current().get(resource, record_id)
         raise errors.conflict("the content repository kept changing; the write was not applied, try again")
+
+    def _pull_locked(self, outcome: str) -> None:
+        """Pull from the remote inside the write lock; an unreachable remote is ``unavailable``."""
+        try:
+            self.store.pull_locked()
+        except BranchMoved:
+            pass  # an editor committed in the checkout meanwhile: the current head is read anyway
+        except RemoteError as exc:
+            raise self.sync.failure(exc, outcome) from None
+
+    def _catch_up_for(self, commit: str) -> bool:
+        """Pull when the remote may know ``commit`` (a token or tag from a replica that is ahead);
+        returns whether the branch may have moved. Without a remote, or when the remote's head is
+        the local one already, nothing is fetched."""
+        if not self.sync.has_remote:
+            return False
+        try:
+            if self.store.remote_head() == self.store.head():
+                return False
+        except RemoteError as exc:
+            raise self.sync.failure(exc, "The token could not be checked.") from None
+        with self.store.write_lock():
+            self._pull_locked("The token could not be checked.")
+        return True
 
     # ------------------------------------------------------------------------- history and the remote
 

@@ -99,6 +99,13 @@ def remote_unavailable(message: str) -> ServiceError:
     return ServiceError("calendar-remote-unavailable", message, UNAVAILABLE)
 
 
+def precondition_failed() -> ServiceError:
+    """An If-Match that names none of the record's current tags; nothing was changed."""
+    return ServiceError("rest_precondition_failed",
+                        "The record changed since it was read (If-Match does not match its current ETag).",
+                        PRECONDITION_FAILED)
+
+
 def revision_not_found(commit: str, singular: str, record_id: int) -> ServiceError:
     return ServiceError("rest_revision_not_found", f"No revision {commit} of {singular} {record_id}.", NOT_FOUND)
 

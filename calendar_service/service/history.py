@@ -23,12 +23,14 @@ COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full commit id, as change tokens ar
 
 class History:
     """Revisions and changes of the records of one store. ``check_readable(record, user)``
-    (the service's) raises when ``user`` may not read ``record``."""
+    (the service's) raises when ``user`` may not read ``record``; ``catch_up(commit)`` pulls
+    from the git remote when there is one (returns whether the branch may have moved)."""
 
-    def __init__(self, store: GitStore, catalog: Catalog, check_readable):
+    def __init__(self, store: GitStore, catalog: Catalog, check_readable, catch_up=None):
         self.store = store
         self.catalog = catalog
         self.check_readable = check_readable
+        self.catch_up = catch_up or (lambda commit: False)
         self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
 
     def history(self, record: Record, snapshot: Snapshot) -> list[dict]:
@@ -119,15 +121,20 @@ class History:
         its file changed (a slug rename moves the file: same id, an update). Records readable
         at neither end (a draft, something created and deleted within the span) are left out.
         Raises ``rest_changes_token_expired`` (gone) for a token that is malformed or not a commit
-        of the branch (history rewritten): the client must resync.
+        of the branch (history rewritten): the client must resync. A well-formed token this
+        replica does not know (it may come from a replica that is ahead) makes it pull from the
+        git remote first; 410 only when the token is not in the remote's history either.
         """
         snapshot = self.catalog.current()
+        if since is None:
+            return None, snapshot.commit or ZERO
+        if not isinstance(since, str) or not COMMIT_ID.fullmatch(since):
+            raise errors.changes_token_expired()
+        if since != ZERO and not self._on_branch(since, snapshot.commit) and self.catch_up(since):
+            snapshot = self.catalog.current()
         head = snapshot.commit
         token = head or ZERO
-        if since is None:
-            return None, token
-        if not isinstance(since, str) or not COMMIT_ID.fullmatch(since) or (
-                since != ZERO and (head is None or not self.store.is_ancestor(since, head))):
+        if since != ZERO and not self._on_branch(since, head):
             raise errors.changes_token_expired()
         if since == head or head is None:
             return [], token
@@ -161,6 +168,9 @@ class History:
                 action = "updated" if was and now else "created" if now else "deleted"
                 found.append({"type": key[0], "id": key[1], "action": action})
         return found, token
+
+    def _on_branch(self, commit: str, head: str | None) -> bool:
+        return head is not None and self.store.is_ancestor(commit, head)
 
     def _readable(self, record: Record, user: User | None) -> bool:
         try:

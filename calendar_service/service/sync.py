@@ -35,26 +35,28 @@ class RemoteSync:
     def has_remote(self) -> bool:
         return bool(self.settings.git_remote)
 
-    def catch_up(self, base: str | None, changes: dict, rejected: str) -> None:
-        """After the remote refused ``rejected`` (someone pushed first): bring the branch to the
-        remote head, then raise a conflict if the remote changed a file this write modifies
-        differently (the rejected commit is kept under ``refs/calendar/conflicts/``). Call under
-        the write lock.
+    def catch_up(self, base: str | None, changes: dict) -> list[str]:
+        """After the remote refused a write (someone pushed first): bring the branch to the
+        remote head; returns the paths the remote changed differently from this write (see
+        ``conflict``). Call under the write lock.
         """
         try:
             self.store.pull_locked()
         except BranchMoved:
-            return  # an editor committed in the checkout meanwhile: the caller recomputes anyway
+            return []  # an editor committed in the checkout meanwhile: the caller recomputes anyway
         except PullRefused:
-            return  # the remote is refused: the caller commits locally (see ``push_writes``)
+            return []  # the remote is refused: the caller commits locally (see ``push_writes``)
         except RemoteError as exc:
             raise self.failure(exc, "The write was not applied.") from None
-        clash = self.store.clashes(base, self.store.head(), changes)
-        if clash:
-            ref = self.store.keep_aside(rejected)
-            log.warning("write conflicts with the remote (%s); refused as a conflict, kept as %s", ", ".join(clash), ref)
-            raise errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
-                                  + "); the write was not applied. Reload it and try again.")
+        return self.store.clashes(base, self.store.head(), changes)
+
+    def conflict(self, clash: list[str], rejected: str) -> ServiceError:
+        """The conflict a write gets when the remote changed a file it modifies; the refused
+        commit ``rejected`` is kept under ``refs/calendar/conflicts/``."""
+        ref = self.store.keep_aside(rejected)
+        log.warning("write conflicts with the remote (%s); refused as a conflict, kept as %s", ", ".join(clash), ref)
+        return errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
+                               + "); the write was not applied. Reload it and try again.")
 
     @property
     def push_writes(self) -> bool:

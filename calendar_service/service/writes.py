@@ -28,6 +28,13 @@ DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event st
 REFERENCE_KEYS = {"venues": "venue", "organizers": "organizer", "categories": "categories", "tags": "tags"}
 
 
+def _same_but_modified(new: dict, old: dict) -> bool:
+    """Whether an update leaves a record as it was, apart from the time it stamps on it."""
+    def strip(data: dict) -> dict:
+        return {k: v for k, v in data.items() if k != "modified_utc" and v is not None}
+    return strip(new) == strip(old)
+
+
 class LinkedValueError(ValueError):
     """A venue or organizer value in an event payload that is neither an id nor a usable object."""
 
@@ -200,6 +207,8 @@ class Writer:
             if current is None:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
             data = self._apply(plan, resource, dict(current.data), args, user, creating=False)
+            if not plan.changes and _same_but_modified(data, current.data):
+                return f'Update {resource.singular} {record.id}', (resource, record.id)  # nothing to commit
             plan.put(resource, data, old_path=current.path)
             return f'Update {resource.singular} {record.id} "{data[resource.title_key]}"', (resource, record.id)
         return build

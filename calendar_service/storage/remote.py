@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -25,10 +26,12 @@ from calendar_service.storage.writing import Writer
 
 log = logging.getLogger(__name__)
 
-REMOTE_TIMEOUT = 120          # seconds one fetch, push or ls-remote may take
+REMOTE_TIMEOUT = 10.0         # default seconds one fetch, push or ls-remote may take (CALENDAR_REMOTE_TIMEOUT)
 REMOTE_ATTEMPTS = 5           # pushes a pull tries when it keeps losing races
+# the last remote head this repository saw (fetched) or made (pushed): what "on the remote" means
 REMOTE_REF_PREFIX = "refs/calendar/remote/"
 CONFLICT_REF_PREFIX = "refs/calendar/conflicts/"
+REPLACED_REF_PREFIX = "refs/calendar/replaced/"   # local heads given up when the remote rewrote its history
 # how git reports a push that lost a race against another push (rather than a refusal)
 RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
               "failed to update ref", "incorrect old value")
@@ -49,11 +52,23 @@ class PullResult:
 class Remote:
     """One remote branch (``url``: a URL, a path or a remote name) seen from the repository."""
 
-    def __init__(self, git_cmd: Git, url: str, branch: str, run: Callable[..., bytes]):
+    def __init__(self, git_cmd: Git, url: str, branch: str, run: Callable[..., bytes],
+                 timeout: float = REMOTE_TIMEOUT):
         self._git = git_cmd
         self.url = url
         self.branch = branch
         self._run = run
+        self.timeout = timeout
+
+    @property
+    def tracking_ref(self) -> str:
+        return REMOTE_REF_PREFIX + self.branch
+
+    def last_seen(self) -> str | None:
+        """The remote head this repository last fetched or pushed (None: never)."""
+        out = self._run("rev-parse", "--verify", "-q", self.tracking_ref + "^{commit}", check=False)
+        value = out.decode().strip()
+        return value if SHA.match(value) else None
 
     @property
     def display(self) -> str:
@@ -63,18 +78,28 @@ class Remote:
     def _call(self, *args: str, config: tuple[str, ...] = (),
               argv: list[str] | None = None) -> subprocess.CompletedProcess:
         """Run a git command that talks to the remote (no prompts, bounded time), with ``config``
-        options (``-c`` pairs) before it. Raises RemoteUnavailable when it does not finish within
-        REMOTE_TIMEOUT seconds."""
+        options (``-c`` pairs) before it; ``argv`` replaces the command that reaches this
+        repository (the quarantine uses its own). Raises RemoteUnavailable when it does not
+        finish within ``timeout`` seconds; git and the helpers it started (ssh, remote helpers)
+        are killed as one process group."""
         env = dict(self._git.env)
         for name in ("GIT_SSH_COMMAND", "GIT_SSH"):  # how the operator reaches an ssh remote
             if os.environ.get(name):
                 env[name] = os.environ[name]
-        try:
-            command = (argv or ["git", "-C", str(self._git.root)]) + [*config, *args]
-            return subprocess.run(command, capture_output=True, env=env, timeout=REMOTE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise RemoteUnavailable(f"git {args[0]}: the remote {self.display} did not answer "
-                                    f"within {REMOTE_TIMEOUT} s") from None
+        command = (argv or self._git.argv()) + [*config, *args]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                              start_new_session=True) as proc:
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.communicate()
+                raise RemoteUnavailable(f"git {args[0]}: the remote {self.display} did not answer "
+                                        f"within {self.timeout:g} s") from None
+        return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
     def _message(self, command: str, stderr: bytes) -> str:
         """The reason git gave, safe to show: no credentials, no server paths, no hints."""
@@ -107,7 +132,7 @@ class Remote:
         Raises PullRefused then (naming the commit and, found in a throw-away quarantine
         repository, the path; ``current`` is the branch head the paths are compared with),
         RemoteUnavailable when the remote cannot be reached."""
-        tracking = REMOTE_REF_PREFIX + self.branch
+        tracking = self.tracking_ref
         proc = self._call("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", self.url,
                           f"+refs/heads/{self.branch}:{tracking}", config=FSCK_OPTIONS)
         if proc.returncode == 0:
@@ -157,11 +182,18 @@ class Remote:
         return PullRefused(commit, path, why)
 
     def push(self, commit: str) -> None:
-        """Make the remote branch point at ``commit`` if that is a fast-forward. Nothing local
-        changes. Raises PushRejected when the remote branch moved meanwhile, RemoteRefused when
-        the remote declined for another reason, RemoteUnavailable when it could not be reached."""
-        proc = self._call("push", "--porcelain", "--", self.url, f"{commit}:refs/heads/{self.branch}")
+        """Make the remote branch point at ``commit`` if it is still at the head this repository
+        last saw (``last_seen``) and ``commit`` descends from it. Only the tracking ref changes
+        locally. Raises PushRejected when the remote branch moved meanwhile (forward, or back by a
+        force-push: commits the remote dropped are never pushed back), RemoteRefused when the
+        remote declined for another reason, RemoteUnavailable when it could not be reached."""
+        seen = self.last_seen()
+        if seen is not None and not self._git.succeeds("merge-base", "--is-ancestor", seen, commit):
+            raise PushRejected("the commit does not build on the remote head last seen", commit)
+        lease = f"--force-with-lease=refs/heads/{self.branch}:{seen or ''}"
+        proc = self._call("push", "--porcelain", lease, "--", self.url, f"{commit}:refs/heads/{self.branch}")
         if proc.returncode == 0:
+            self._run("update-ref", self.tracking_ref, commit)
             return
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
             if line.startswith("!"):
@@ -230,6 +262,7 @@ class Follower:
     def _pull(self) -> PullResult:
         result = PullResult(self._head())
         for attempt in range(REMOTE_ATTEMPTS):
+            seen = self.remote.last_seen()
             remote = self.remote.fetch(self._head())
             local = self._head()
             if local == remote:
@@ -240,7 +273,16 @@ class Follower:
                 self._writer.follow(local, remote)
                 result.moved = True
                 break
-            if remote is not None and not self._history.is_ancestor(remote, local):
+            if self._rewritten(seen, remote, local):
+                # the remote dropped commits it had: follow it, replay only what never reached it
+                kept = self._keep_replaced(local)
+                log.warning("the remote %s rewrote its history (it dropped commits up to %s); following it, "
+                            "the old branch head is kept as %s", self.remote.display, seen[:12], kept)
+                new_head, conflicts = self.replay(local, remote, exclude=seen)
+                self._writer.follow(local, new_head)
+                result.moved = True
+                result.conflicts += conflicts
+            elif remote is not None and not self._history.is_ancestor(remote, local):
                 new_head, conflicts = self.replay(local, remote)
                 self._writer.follow(local, new_head)
                 result.moved = True
@@ -263,6 +305,18 @@ class Follower:
         result.head = self._head()
         return result
 
+    def _rewritten(self, seen: str | None, remote: str | None, local: str) -> bool:
+        """Whether the remote dropped commits it had: the head last seen is in the local history
+        but no longer in the remote's."""
+        if seen is None or remote is None or seen == remote or self._history.is_ancestor(seen, remote):
+            return False
+        return self._history.is_ancestor(seen, local)
+
+    def _keep_replaced(self, local: str) -> str:
+        ref = REPLACED_REF_PREFIX + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + local[:12]
+        self._run("update-ref", ref, local)
+        return ref
+
     def follow_pushed(self, pushed: str) -> None:
         """After ``pushed`` reached the remote but the branch moved locally (an editor's commit in
         this checkout): replay the local commits onto it, then push them (best effort)."""
@@ -281,14 +335,16 @@ class Follower:
         self._run("update-ref", ref, commit)
         return ref
 
-    def replay(self, local: str, onto: str) -> tuple[str, list[str]]:
-        """Replay the commits of ``local`` that ``onto`` lacks onto ``onto``, one by one, keeping
-        each one's author, committer (with dates) and message; returns (new head, kept commits).
+    def replay(self, local: str, onto: str, exclude: str | None = None) -> tuple[str, list[str]]:
+        """Replay the commits of ``local`` that ``onto`` (and ``exclude``, commits the remote had
+        and dropped) lack onto ``onto``, one by one, keeping each one's author, committer (with
+        dates) and message; returns (new head, kept commits).
 
         A commit that changes a file ``onto`` changed differently is not replayed: it is kept
         under ``refs/calendar/conflicts/<sha>`` and logged.
         """
-        listing = self._run("rev-list", "--reverse", "--first-parent", local, "--not", onto).decode().split()
+        listing = self._run("rev-list", "--reverse", "--first-parent", local, "--not", onto,
+                            *([exclude] if exclude else [])).decode().split()
         tip, conflicts = onto, []
         for commit in listing:
             with self._lock:

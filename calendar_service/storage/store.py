@@ -30,7 +30,7 @@ from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SH
 from calendar_service.storage.history import History
 from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
 from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery
-from calendar_service.storage.remote import Follower, PullResult, Remote
+from calendar_service.storage.remote import REMOTE_TIMEOUT, Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
 
 # what callers import from here (the store's one public module)
@@ -45,7 +45,7 @@ class GitStore:
     """A content repository on disk: one branch, five folders of record files."""
 
     def __init__(self, root: Path, branch: str = "main", committer: tuple[str, str] = DEFAULT_COMMITTER,
-                 remote: str = "", remote_branch: str | None = None):
+                 remote: str = "", remote_branch: str | None = None, remote_timeout: float = REMOTE_TIMEOUT):
         self.root = Path(root)
         self.branch = branch
         self.committer = committer
@@ -62,7 +62,7 @@ class GitStore:
                                   self.head, self._sync_worktree)
         self._writer = Writer(self.root, branch, committer, self._git, self._objects, self._history,
                               self._recovery, self.head, self._sync_worktree, self._thread_lock)
-        self._remote = Remote(self._gitcmd, remote, self.remote_branch, self._git)
+        self._remote = Remote(self._gitcmd, remote, self.remote_branch, self._git, remote_timeout)
         self._follower = Follower(self._remote, self._writer, self._history, self._objects, self._git,
                                   self.head, self._thread_lock)
         self._bulk = BulkWriter(self.root, committer, self._gitcmd, self._git, self._history, self._writer,
@@ -217,6 +217,10 @@ class GitStore:
     def fetch(self) -> str | None:
         """Fetch the remote branch; returns its commit or None. Call inside ``write_lock``."""
         return self._remote.fetch()
+
+    def remote_last_seen(self) -> str | None:
+        """The remote head this repository last fetched or pushed (None: never)."""
+        return self._remote.last_seen()
 
     def push(self, commit: str) -> None:
         """Make the remote branch point at ``commit`` (fast-forward only). Raises PushRejected,

@@ -8,7 +8,7 @@ from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
 from calendar_service.http.call import Call, encode_json
-from calendar_service.http.etags import etag, if_match, matches
+from calendar_service.http.etags import if_match, matches, record_etag
 from calendar_service.http.handlers.events import ical_response, wants_ical
 
 
@@ -38,7 +38,7 @@ def handle_single(call: Call):
             return ical_response(feed, f"{record.slug}.ics")
     body = call.presenter().present(record, single=True)
     text = encode_json(body)
-    tag = etag(text)
+    tag = record_etag(call, call.snapshot, record)
     if matches(request.headers.get("If-None-Match"), tag, weak=True):
         return Response(status=304, headers={"ETag": tag})
     response = Response(text, status=200, headers={"Content-Type": "application/json; charset=UTF-8", "ETag": tag})
@@ -53,15 +53,22 @@ def _check_event_password(call: Call, record: Record) -> None:
         raise errors.plugin_error("event-password-protected")
 
 
+def _written(call: Call, record: Record, status: int):
+    """The answer of a write: the record as the branch head now holds it, with its new ETag."""
+    presenter = call.presenter(after_write=True)
+    call.headers["ETag"] = record_etag(call, presenter.snapshot, record)
+    return presenter.present(record), status
+
+
 def handle_create(call: Call):
     record, status = call.service.create(call.resource, call.args, call.user)
-    return call.presenter(after_write=True).present(record), status
+    return _written(call, record, status)
 
 
 def handle_update(call: Call):
     record = target(call)
     updated = call.service.update(record, call.args, call.user, precondition=if_match(call, record))
-    return call.presenter(after_write=True).present(updated), 200
+    return _written(call, updated, 200)
 
 
 def handle_delete(call: Call):
@@ -71,4 +78,4 @@ def handle_delete(call: Call):
         call.service.delete(record, call.user, precondition=if_match(call, record))
         return before, 200
     deleted = call.service.delete(record, call.user, precondition=if_match(call, record))
-    return call.presenter(after_write=True).present(deleted), 200
+    return _written(call, deleted, 200)
