@@ -121,9 +121,15 @@ class WritePlan:
         """``wanted``, or ``wanted-2``, ``-3``...: the first slug no other record holds or this write plans."""
         used = self.slugs.setdefault(resource.name, set())
 
+        own = self.snapshot.get(resource, record_id)
+
         def taken(slug: str) -> bool:
+            # a path in the tree is never written over unless it is this record's own file,
+            # even when the service cannot read it (an editor's file with a YAML error)
             other = self.snapshot.get_slug(resource, slug)
-            return slug in used or (other is not None and other.id != record_id)
+            path = records.path_for(resource, slug) if records.is_safe_slug(slug) else None
+            occupied = path in self.snapshot.files and (own is None or own.path != path)
+            return slug in used or occupied or (other is not None and other.id != record_id)
 
         slug = text.unique_slug(wanted, taken)
         used.add(slug)
@@ -131,6 +137,10 @@ class WritePlan:
 
     def put(self, resource: Resource, data: dict, old_path: str | None = None) -> None:
         path = records.path_for(resource, data["slug"])
+        if path != old_path and path in self.snapshot.files:
+            # another file is there (one the service may not even read): never write over it
+            data["slug"] = self.unique_slug(resource, data["slug"], data["id"])
+            path = records.path_for(resource, data["slug"])
         if old_path and old_path != path:
             self.changes[old_path] = None
         self.changes[path] = records.dump(resource, data)
