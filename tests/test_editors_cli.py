@@ -222,7 +222,7 @@ def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
     assert r.get_json()["title"] == "Committed by hand" and r.get_json()["start_date"] == "2030-03-01 18:00:00"
     assert repo("rev-parse", "HEAD~1").strip() == before
     assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
-    assert repo.last_message().startswith("Give ids to files without one")
+    assert repo.last_message().startswith("Give ids and slugs to files")
     assert f"events/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
     assert (path.read_text().startswith(f"---\nid: {venue['id'] + 1}\ntitle: Committed by hand\n"))
     assert repo.status() == ""

@@ -128,3 +128,19 @@ def test_a_create_never_writes_over_a_file_the_service_cannot_read(app, admin, a
     assert r.get_json()["slug"] == "story-time-for-toddlers-3"
     assert repo("show", "HEAD:events/story-time-for-toddlers.md") == broken
     assert (repo.root / "events/story-time-for-toddlers.md").read_text() == broken
+
+
+def test_a_plain_copy_is_served_under_its_own_id_and_file_name(app, anon, repo, factory):
+    """``cp jazz-night.md jazz-night-matinee.md`` and a new title only: id and slug both belong to
+    the original; one commit gives the copy a new id and its file name as slug."""
+    event = factory.event(title="Jazz Night", start_date="2030-05-06 20:00", end_date="2030-05-06 23:00")
+    original = (repo.root / "events/jazz-night.md").read_text()
+    repo.commit_file("events/jazz-night-matinee.md", original.replace("title: Jazz Night", "title: Jazz Matinee"))
+    head = repo.head()
+    assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
+    copy = anon.get("/events/by-slug/jazz-night-matinee").get_json()
+    assert copy["title"] == "Jazz Matinee" and copy["id"] == event["id"] + 1
+    assert anon.get("/events/by-slug/jazz-night").get_json()["id"] == event["id"]
+    assert repo("rev-parse", "HEAD~1").strip() == head  # one commit for both
+    assert repo("diff", "--stat", "HEAD~1", "HEAD").splitlines()[-1].strip() == "1 file changed, 2 insertions(+), 2 deletions(-)"
+    assert sorted(listed(app, anon)) == ["Jazz Matinee", "Jazz Night"]

@@ -242,9 +242,9 @@ def _split_front_matter(text: str) -> tuple[str, str, int] | None:
     return parts[1], parts[2].strip(), lead
 
 
-def with_id(resource: Resource, raw: bytes, record_id: int) -> bytes:
-    """``raw`` (a record file) with its top-level ``id`` set to ``record_id``, every other byte kept:
-    the ``id:`` line is replaced, or one is added as the first key."""
+def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
+    """``raw`` (a record file) with its top-level ``key`` set to ``value`` (an int or a safe slug),
+    every other byte kept: the key's line is replaced, or one is added as the first key."""
     text = raw.decode("utf-8")
     start = 0
     if resource.body_key:
@@ -254,11 +254,11 @@ def with_id(resource: Resource, raw: bytes, record_id: int) -> bytes:
         end = closing.start() if closing else len(text)
     else:
         end = len(text)
-    line = re.compile(r"^id[ \t]*:.*$", re.M).search(text, start, end)
+    line = re.compile(rf"^{re.escape(key)}[ \t]*:.*$", re.M).search(text, start, end)
     if line:
-        text = text[:line.start()] + f"id: {record_id}" + text[line.end():]
+        text = text[:line.start()] + f"{key}: {value}" + text[line.end():]
     else:
-        text = text[:start] + f"id: {record_id}\n" + text[start:]
+        text = text[:start] + f"{key}: {value}\n" + text[start:]
     return text.encode("utf-8")
 
 

@@ -44,14 +44,15 @@ class Snapshot:
         self._seniority = seniority
         self.unassigned: list[Record] = []   # parsed files without an id: the service gives them one
         self.displaced: list[tuple[Record, Record]] = []  # (file, the older file holding its id)
+        self.reslugged: list[tuple[Record, Record]] = []  # (file, the older file holding its slug)
         if (previous is None or changed is None or previous._conflicts or previous.unassigned
-                or previous.displaced or not self._advance(previous, changed)):
+                or previous.displaced or previous.reslugged or not self._advance(previous, changed)):
             self._build()
 
     @property
     def needs_ids(self) -> bool:
-        """True when some file that parses has no id, or an id an older file holds."""
-        return bool(self.unassigned or self.displaced)
+        """True when some file that parses has no id, or an id or slug an older file holds."""
+        return bool(self.unassigned or self.displaced or self.reslugged)
 
     # ------------------------------------------------------------------------- building
 
@@ -64,7 +65,7 @@ class Snapshot:
         self.published_refs: dict[tuple[str, str], set[int]] = {}
         self._conflicts: list[Problem] = []
         self._copied: set = set()
-        self.unassigned, self.displaced = [], []
+        self.unassigned, self.displaced, self.reslugged = [], [], []
         for record in self._in_order():
             if record.id is None:
                 self.unassigned.append(record)
@@ -72,27 +73,34 @@ class Snapshot:
             other = self.ids[record.resource.id_space].get(record.id)
             if other is not None:
                 self.displaced.append((record, other))
+                slug_holder = self.by_slug[record.resource.name].get(record.slug)
+                if slug_holder is not None:  # a plain copy: its slug is given in the same commit
+                    self.reslugged.append((record, slug_holder))
                 self._conflicts.append(Problem(record.path, 1, f"id {record.id} is also in {other.path}, which "
                                                "is older: the service gives this file a new id", "warning"))
                 continue
-            conflict = self._conflict(record)
-            if conflict:
-                self._conflicts.append(Problem(record.path, 1, conflict))
+            other = self.by_slug[record.resource.name].get(record.slug)
+            if other is not None:
+                self.reslugged.append((record, other))
+                self._conflicts.append(Problem(record.path, 1, f"slug {record.slug!r} is also the slug of {other.path}, "
+                                               "which is older: the service gives this file another slug", "warning"))
                 continue
             self._add(record)
         self.unassigned.sort(key=lambda r: r.path)
         self.displaced.sort(key=lambda pair: pair[0].path)
+        self.reslugged.sort(key=lambda pair: pair[0].path)
         self._copied = None
 
     def _in_order(self) -> list[Record]:
-        """Every parsed record, by path; files that claim one id are put in order of seniority
+        """Every parsed record, by path; files that claim one id or slug are put in order of seniority
         (the one that entered history first, first), so the older one keeps the id."""
         parsed = [self.files[path][1] for path in sorted(self.files) if self.files[path][1] is not None]
         claims: dict = {}
         for record in parsed:
             if record.id is not None:
                 claims.setdefault((record.resource.id_space, record.id), []).append(record.path)
-        contested = sorted(path for paths in claims.values() if len(paths) > 1 for path in paths)
+            claims.setdefault((record.resource.name, record.slug), []).append(record.path)
+        contested = sorted({path for paths in claims.values() if len(paths) > 1 for path in paths})
         if not contested:
             return parsed
         ranks = self._seniority(contested) if self._seniority is not None else {}
@@ -254,5 +262,5 @@ class Snapshot:
     def next_id(self, resource: Resource) -> int:
         """The id a new record of ``resource`` gets: one above the highest of its id space (files
         whose id an older file holds count too, as they hold it until they are given a new one)."""
-        displaced = [r.id for r, _ in self.displaced if r.resource.id_space == resource.id_space]
+        displaced = [r.id for r, _ in self.displaced + self.reslugged if r.resource.id_space == resource.id_space]
         return max([*self.ids[resource.id_space], *displaced], default=0) + 1

@@ -71,8 +71,8 @@ class CalendarService:
         return snapshot
 
     def assign_ids(self) -> str | None:
-        """Commit ids for the files at the branch head that have none or one an older file holds
-        (see ``ids``), as the service's committer, pushed like any write. Returns the commit, or
+        """Commit ids (and slugs) for the files at the branch head that have none or one an older
+        file holds (see ``ids``), as the service's committer, pushed like any write. Returns the commit, or
         None when there was nothing to do or it could not be made (logged: reads go on, the
         files keep being reported and it is tried again at the next head)."""
         author = self.store.committer
@@ -82,13 +82,18 @@ class CalendarService:
                 self._ids_tried = snapshot.commit
                 if not snapshot.needs_ids:
                     return None
-                paths = [r.path for r in snapshot.unassigned] + [r.path for r, _ in snapshot.displaced]
+                paths = ids.targets(snapshot)
                 blobs = {path: snapshot.files[path][0] for path in paths}
                 contents = self.store.read_blobs(set(blobs.values()))
                 changes, lines = ids.plan(snapshot, {path: contents[blob] for path, blob in blobs.items()})
                 for record, holder in snapshot.displaced:
                     log.warning("%s: id %s is also in %s, which entered the history first; giving this file "
                                 "a new id", record.path, record.id, holder.path)
+                for record, holder in snapshot.reslugged:
+                    log.warning("%s: slug %r is also the slug of %s, which entered the history first; giving this "
+                                "file another slug", record.path, record.slug, holder.path)
+                if not changes:
+                    return None
                 try:
                     commit = self.store.commit(changes, ids.SUBJECT + "\n\n" + "\n".join(lines), author,
                                                snapshot.commit, push=self.sync.has_remote)
@@ -98,14 +103,16 @@ class CalendarService:
                     try:
                         self.sync.catch_up(snapshot.commit, changes, exc.commit)
                     except errors.ServiceError as error:
-                        log.warning("could not give ids (%s); trying again at the next head", error)
+                        log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                    "head", error, ", ".join(paths))
                         return None
                     continue
                 except StoreError as exc:
-                    log.warning("could not give ids (%s); trying again at the next head", exc)
+                    log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                "head", exc, ", ".join(paths))
                     return None
                 for line in lines:
-                    log.info("gave an id: %s", line)
+                    log.info("%s", line)
                 self._ids_tried = commit
                 return commit
         log.warning("could not give ids: the branch kept moving; trying again at the next head")
