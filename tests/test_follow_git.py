@@ -144,3 +144,18 @@ def test_a_plain_copy_is_served_under_its_own_id_and_file_name(app, anon, repo, 
     assert repo("rev-parse", "HEAD~1").strip() == head  # one commit for both
     assert repo("diff", "--stat", "HEAD~1", "HEAD").splitlines()[-1].strip() == "1 file changed, 2 insertions(+), 2 deletions(-)"
     assert sorted(listed(app, anon)) == ["Jazz Matinee", "Jazz Night"]
+
+
+def test_the_id_of_a_file_that_cannot_be_read_is_kept_free_for_its_repair(app, admin, anon, repo, factory):
+    """The API does not hand out an id written in a broken file: once repaired, the file keeps
+    it and the record the API confirmed keeps its own."""
+    event = factory.event(title="Before", start_date="2030-05-07 10:00", end_date="2030-05-07 11:00")
+    claimed = event["id"] + 1
+    repo.commit_file("events/winter-gala.md", f"---\nid: {claimed}\ntitle: [Winter Gala\n---\nNotes.\n", "Broken gala")
+    created = admin.post("/events", json={"title": "Spring Fair", "start_date": "2030-05-08 10:00",
+                                          "end_date": "2030-05-08 11:00"}).get_json()
+    assert created["id"] == claimed + 1
+    repo.commit_file("events/winter-gala.md", event_file(claimed, "Winter Gala"), "Repair gala")
+    assert anon.get(f"/events/{claimed}").get_json()["title"] == "Winter Gala"
+    assert anon.get(f"/events/{created['id']}").get_json()["title"] == "Spring Fair"
+    assert repo.last_message() == "Repair gala"  # nothing to reassign

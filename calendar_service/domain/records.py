@@ -242,6 +242,16 @@ def _split_front_matter(text: str) -> tuple[str, str, int] | None:
     return parts[1], parts[2].strip(), lead
 
 
+_ID_LINE = re.compile(rb"""^id[ \t]*:[ \t]*['"]?([0-9]{1,18})['"]?[ \t]*(?:#.*)?$""", re.M)
+
+
+def claimed_id(raw: bytes) -> int | None:
+    """The id a file that cannot be read writes on a top-level ``id:`` line, if any: it is kept
+    free, so the file keeps it once repaired."""
+    match = _ID_LINE.search(raw)
+    return int(match.group(1)) if match else None
+
+
 def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
     """``raw`` (a record file) with its top-level ``key`` set to ``value`` (an int or a safe slug),
     every other byte kept: the key's line is replaced, or one is added as the first key."""

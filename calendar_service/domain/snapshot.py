@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from calendar_service.domain.records import Problem, Record
+from calendar_service.domain.records import Problem, Record, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
@@ -35,9 +35,10 @@ class Snapshot:
     """Every record at one commit."""
 
     def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
-                 changed: set[str] | None = None, seniority=None):
+                 changed: set[str] | None = None, seniority=None, claims: dict | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
+        self.claims = claims or {}  # path -> the id an unreadable file writes (kept free for it)
         self.memo: dict = {}  # derived values (presented objects...) valid for this commit only
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
@@ -261,6 +262,9 @@ class Snapshot:
 
     def next_id(self, resource: Resource) -> int:
         """The id a new record of ``resource`` gets: one above the highest of its id space (files
-        whose id an older file holds count too, as they hold it until they are given a new one)."""
+        whose id an older file holds count too, as they hold it until they are given a new one, and
+        so do the ids written in files that cannot be read: repaired, they keep theirs)."""
         displaced = [r.id for r, _ in self.displaced + self.reslugged if r.resource.id_space == resource.id_space]
-        return max([*self.ids[resource.id_space], *displaced], default=0) + 1
+        claimed = [i for path, i in self.claims.items()
+                   if (owner := resource_of_path(path)) is not None and owner.id_space == resource.id_space]
+        return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1

@@ -190,11 +190,13 @@ class Catalog:
         if previous.commit is None:
             changed = self.store.list_files(head)
             files: dict = {}
+            claims: dict = {}
             if len(changed) >= CACHE_MIN_FILES:
                 cached = self._read_cache()
         else:
             changed = self.store.changed_files(previous.commit, head)
             files = dict(previous.files)
+            claims = {path: i for path, i in previous.claims.items() if path not in changed}
         hits: set = set()
         for path, (blob, data, problems) in ((p, cached[p]) for p in changed if p in cached):
             if blob != changed[path]:
@@ -214,6 +216,8 @@ class Catalog:
             record, problems = records.parse(path, raw) if raw is not None else (None, [Problem(path, 1, "unreadable")])
             if record is not None:
                 record.blob = blob
+            elif raw is not None and records.claimed_id(raw) is not None:
+                claims[path] = records.claimed_id(raw)
             for problem in problems:
                 if problem.severity == "error":
                     log.warning("skipping %s", problem)
@@ -222,10 +226,10 @@ class Catalog:
             return entry_order(self.store, head, paths)
 
         if previous.commit is None:
-            snapshot = Snapshot(head, files, seniority=seniority)
+            snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
             parsed = len(changed) - len(hits)
             if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot
-        return Snapshot(head, files, previous, set(changed), seniority=seniority)
+        return Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
