@@ -159,3 +159,16 @@ def test_the_id_of_a_file_that_cannot_be_read_is_kept_free_for_its_repair(app, a
     assert anon.get(f"/events/{claimed}").get_json()["title"] == "Winter Gala"
     assert anon.get(f"/events/{created['id']}").get_json()["title"] == "Spring Fair"
     assert repo.last_message() == "Repair gala"  # nothing to reassign
+
+
+def test_the_changes_feed_shows_a_file_given_an_id_as_created_once(app, anon, repo, factory):
+    event = factory.event(title="Before", start_date="2030-05-09 10:00", end_date="2030-05-09 11:00")
+    token = anon.get("/changes").get_json()["next_token"]
+    text = event_file(0, "Without id").replace("id: 0\n", "")
+    repo.commit_file("events/without-id.md", text, "Add an event without id")
+    r = anon.get(f"/changes?since={token}")  # the read gives the id first, then answers
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["changes"] == [{"type": "events", "id": event["id"] + 1, "action": "created"}]
+    # the two commits, one by one: the file without id was never served, so only its assignment counts
+    assert anon.get(f"/changes?since={repo('rev-parse', 'HEAD~1').strip()}").get_json()["changes"] == [
+        {"type": "events", "id": event["id"] + 1, "action": "created"}]
