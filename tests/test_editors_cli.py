@@ -84,8 +84,14 @@ PROBLEMS = {
                        [(6, "unknown key 'feautred' (did you mean 'featured'?)")]),
     "events/other-name.md": (EVENT.format(id=18, title="Other", extra="slug: something-else\n"),
                              [(6, "slug 'something-else' does not match the file name 'other-name'")]),
-    "venues/same-id.yaml": ("id: 3\nvenue: Same id as the concert\n", [(1, "id 3 is already used by events/concert.md")]),
-    "tags/same-id-as-free.yaml": ("id: 3\nname: again\n", [(1, "id 3 is already used by tags/free.yaml")]),
+    "venues/same-id.yaml": ("id: 3\nvenue: Same id as the concert\n",
+                            [(1, "warning: id 3 is also in events/concert.md, which is older: the service gives this file a new id")]),
+    "tags/same-id-as-free.yaml": ("id: 3\nname: again\n", [(1, "id 3 is also in tags/free.yaml")]),
+    "events/twice.md": (EVENT.format(id=19, title="Twice", extra="title: Again\n"),
+                        [(6, "duplicate key 'title' (first on line 3); YAML would keep only the last")]),
+    "venues/twice.yaml": ("id: 21\nvenue: A\ncity: B\n\ncity: C\n", [(5, "duplicate key 'city' (first on line 3)")]),
+    "events/unclosed.md": (EVENT.format(id=22, title="Open", extra="").replace("---\nBody", "Body"),
+                           [(1, "the front matter is not closed")]),
     "categories/orphan.yaml": ("id: 20\nname: Orphan\nparent: 99\n", [(3, "parent: no category has the id 99")]),
     "organizers/list.yaml": ("- a\n- b\n", [(1, "expected a mapping")]),
     "events/notes.txt": ("notes\n", [(1, "not read by the service")]),
@@ -164,7 +170,7 @@ def test_the_pre_commit_hook_definition_runs_validate():
 # ----------------------------------------------------------------------------- new
 
 
-def test_new_writes_valid_files_with_the_next_id_of_each_id_space(content, capsys):
+def test_new_writes_valid_files_without_an_id(content, capsys):
     assert main(["new", "event", "--title", "Jazz Night!", "--start", "2030-06-01 20:00", "--end", "2030-06-01 23:00",
                  "--timezone", "Europe/Berlin", "--dir", str(content)]) == 0
     assert main(["new", "venue", "--title", "Riverside Hall", "--dir", str(content)]) == 0
@@ -176,13 +182,13 @@ def test_new_writes_valid_files_with_the_next_id_of_each_id_space(content, capsy
                                                    "tags/outdoor.yaml", "organizers/arts-council.yaml",
                                                    "categories/workshops.yaml")]
     event = (content / "events/jazz-night.md").read_text()
-    assert event.startswith("---\nid: 4\ntitle: Jazz Night!\nslug: jazz-night\nstatus: publish\n")
+    # no id: one picked here could be handed out by the API meanwhile; the service gives it one
+    assert event.startswith("---\ntitle: Jazz Night!\nslug: jazz-night\nstatus: publish\n")
     assert "start_date: '2030-06-01 20:00:00'\nend_date: '2030-06-01 23:00:00'\ntimezone: Europe/Berlin\n" in event
-    assert yaml.safe_load((content / "venues/riverside-hall.yaml").read_text())["id"] == 5
-    assert yaml.safe_load((content / "tags/outdoor.yaml").read_text())["id"] == 4  # terms: their own id space
+    assert "id" not in yaml.safe_load((content / "venues/riverside-hall.yaml").read_text())
     assert yaml.safe_load((content / "organizers/arts-council.yaml").read_text())["status"] == "draft"
     assert yaml.safe_load((content / "categories/workshops.yaml").read_text()) == {
-        "id": 5, "name": "Workshops", "slug": "workshops", "description": "Learn"}
+        "name": "Workshops", "slug": "workshops", "description": "Learn"}
     assert main(["validate", str(content)]) == 0
 
 
@@ -210,6 +216,38 @@ def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
     assert repo.status().strip() == "?? events/"  # written, not committed
     repo("add", "events/committed-by-hand.md")
     repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", "Add an event")
-    r = anon.get(f"/events/{venue['id'] + 1}")
+    before = repo.head()
+    r = anon.get(f"/events/{venue['id'] + 1}")  # the service gives the file the next id, in a commit of its own
     assert r.status_code == 200, r.get_json()
     assert r.get_json()["title"] == "Committed by hand" and r.get_json()["start_date"] == "2030-03-01 18:00:00"
+    assert repo("rev-parse", "HEAD~1").strip() == before
+    assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
+    assert repo.last_message().startswith("Give ids and slugs to files")
+    assert f"events/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
+    assert (path.read_text().startswith(f"---\nid: {venue['id'] + 1}\ntitle: Committed by hand\n"))
+    assert repo.status() == ""
+
+
+def test_validate_and_new_work_on_the_content_clone_they_run_in(tmp_path, content):
+    """Run at the top of a content clone (or in one of its folders) without arguments, both
+    commands work on that clone, not on ./content."""
+    subprocess.run(["git", "init", "-q", str(content)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CALENDAR_")}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run(*args, cwd):
+        return subprocess.run([sys.executable, "-m", "calendar_service", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    ok = run("validate", cwd=content)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.startswith("content OK: 6 records in 6 files")
+    made = run("new", "event", "--title", "Advent Market", "--start", "2030-12-01 10:00", "--end", "2030-12-01 18:00",
+               cwd=content / "events")
+    assert made.returncode == 0, made.stderr
+    assert Path(made.stdout.strip()) == content / "events/advent-market.md"
+    assert not (content / "events/content").exists() and not (content / "content").exists()
+    write(content, "events/broken.md", "---\nid: 40\ntitle: [x\n---\n")
+    bad = run("validate", cwd=content)
+    assert bad.returncode == 1
+    assert bad.stdout.splitlines() == ["events/broken.md:4: YAML syntax error: did not find expected ',' or ']'"]

@@ -70,3 +70,105 @@ def test_a_slug_rename_in_git_is_served_under_the_new_slug(app, anon, repo, fact
     assert anon.get("/events/by-slug/new-name").get_json()["id"] == event["id"]
     assert anon.get(f"/events/by-slug/{event['slug']}").status_code == 400
     assert listed(app, anon) == ["Renamed in git"]
+
+
+def test_a_copied_file_gets_a_new_id_and_the_original_keeps_its_own(app, anon, repo, factory, make_app, caplog):
+    """An editor copies a file (id included) and changes title and slug. The copy sorts first,
+    yet the original, older in history, keeps its id; the copy is served under a new id, given
+    in a commit of the service's own that changes only its id line, with a warning."""
+    caplog.set_level(logging.INFO, logger="calendar_service")
+    event = factory.event(title="Jazz Night", start_date="2030-05-03 20:00", end_date="2030-05-03 23:00")
+    original = (repo.root / "events/jazz-night.md").read_text()
+    copy = original.replace("title: Jazz Night", "title: Jazz Copy").replace("slug: jazz-night", "slug: a-jazz-copy")
+    repo.commit_file("events/a-jazz-copy.md", copy, "Copy jazz night")
+    assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
+    copied = anon.get("/events/by-slug/a-jazz-copy").get_json()
+    assert copied["title"] == "Jazz Copy" and copied["id"] == event["id"] + 1
+    assert sorted(listed(app, anon)) == ["Jazz Copy", "Jazz Night"]
+    assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
+    assert (f"events/a-jazz-copy.md: had id {event['id']}, which events/jazz-night.md holds since before; "
+            f"now id {event['id'] + 1}") in repo.last_message()
+    assert repo("show", "HEAD:events/a-jazz-copy.md") == copy.replace(f"id: {event['id']}\n", f"id: {event['id'] + 1}\n")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "a-jazz-copy" in r.getMessage()]
+    assert warnings == [f"events/a-jazz-copy.md: id {event['id']} is also in events/jazz-night.md, which entered "
+                        "the history first; giving this file a new id"]
+    # nothing left to do: more requests make no more commits; a restarted service serves the same
+    head = repo.head()
+    assert anon.get(f"/events/{event['id']}").status_code == 200 and repo.head() == head
+    again = make_app().test_client()
+    assert again.get(f"/calendar/events/v1/events/{event['id']}").get_json()["title"] == "Jazz Night"
+    assert repo.head() == head
+
+
+def test_the_older_file_keeps_a_duplicate_id_in_a_fresh_process_too(make_app, repo, paths):
+    """Decided by history, not by which process saw what first or by file names: a service
+    started on a repository that already holds the duplicate gives the newer file the new id."""
+    repo.root.mkdir(parents=True)
+    repo("init", "-q", "-b", "main")
+    repo.commit_file("events/zz-first.md", event_file(7, "First in history"), "First")
+    repo.commit_file("events/aa-second.md", event_file(7, "Second in history"), "Second")
+    client = make_app().test_client()
+    assert client.get("/calendar/events/v1/events/7").get_json()["title"] == "First in history"
+    assert client.get("/calendar/events/v1/events/8").get_json()["title"] == "Second in history"
+    assert repo("show", "HEAD:events/zz-first.md") == event_file(7, "First in history")
+
+
+def test_a_create_never_writes_over_a_file_the_service_cannot_read(app, admin, anon, repo, factory):
+    """An editor's file with a YAML error sits where a new record's file would go: the create
+    takes the next free name and the editor's text stays as it was; so does a slug change."""
+    broken = "---\ntitle: Story Time for Toddlers\nstart_date: [oops\n---\nNotes the editor must not lose.\n"
+    repo.commit_file("events/story-time-for-toddlers.md", broken, "Add story time (broken)")
+    r = admin.post("/events", json={"title": "Story Time for Toddlers", "start_date": "2030-05-04 10:00",
+                                    "end_date": "2030-05-04 11:00"})
+    assert r.status_code == 201, r.get_json()
+    assert r.get_json()["slug"] == "story-time-for-toddlers-2"
+    other = factory.event(title="Winter Gala", start_date="2030-05-05 10:00", end_date="2030-05-05 11:00")
+    r = admin.post(f"/events/{other['id']}", json={"slug": "story-time-for-toddlers"})
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["slug"] == "story-time-for-toddlers-3"
+    assert repo("show", "HEAD:events/story-time-for-toddlers.md") == broken
+    assert (repo.root / "events/story-time-for-toddlers.md").read_text() == broken
+
+
+def test_a_plain_copy_is_served_under_its_own_id_and_file_name(app, anon, repo, factory):
+    """``cp jazz-night.md jazz-night-matinee.md`` and a new title only: id and slug both belong to
+    the original; one commit gives the copy a new id and its file name as slug."""
+    event = factory.event(title="Jazz Night", start_date="2030-05-06 20:00", end_date="2030-05-06 23:00")
+    original = (repo.root / "events/jazz-night.md").read_text()
+    repo.commit_file("events/jazz-night-matinee.md", original.replace("title: Jazz Night", "title: Jazz Matinee"))
+    head = repo.head()
+    assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
+    copy = anon.get("/events/by-slug/jazz-night-matinee").get_json()
+    assert copy["title"] == "Jazz Matinee" and copy["id"] == event["id"] + 1
+    assert anon.get("/events/by-slug/jazz-night").get_json()["id"] == event["id"]
+    assert repo("rev-parse", "HEAD~1").strip() == head  # one commit for both
+    assert repo("diff", "--stat", "HEAD~1", "HEAD").splitlines()[-1].strip() == "1 file changed, 2 insertions(+), 2 deletions(-)"
+    assert sorted(listed(app, anon)) == ["Jazz Matinee", "Jazz Night"]
+
+
+def test_the_id_of_a_file_that_cannot_be_read_is_kept_free_for_its_repair(app, admin, anon, repo, factory):
+    """The API does not hand out an id written in a broken file: once repaired, the file keeps
+    it and the record the API confirmed keeps its own."""
+    event = factory.event(title="Before", start_date="2030-05-07 10:00", end_date="2030-05-07 11:00")
+    claimed = event["id"] + 1
+    repo.commit_file("events/winter-gala.md", f"---\nid: {claimed}\ntitle: [Winter Gala\n---\nNotes.\n", "Broken gala")
+    created = admin.post("/events", json={"title": "Spring Fair", "start_date": "2030-05-08 10:00",
+                                          "end_date": "2030-05-08 11:00"}).get_json()
+    assert created["id"] == claimed + 1
+    repo.commit_file("events/winter-gala.md", event_file(claimed, "Winter Gala"), "Repair gala")
+    assert anon.get(f"/events/{claimed}").get_json()["title"] == "Winter Gala"
+    assert anon.get(f"/events/{created['id']}").get_json()["title"] == "Spring Fair"
+    assert repo.last_message() == "Repair gala"  # nothing to reassign
+
+
+def test_the_changes_feed_shows_a_file_given_an_id_as_created_once(app, anon, repo, factory):
+    event = factory.event(title="Before", start_date="2030-05-09 10:00", end_date="2030-05-09 11:00")
+    token = anon.get("/changes").get_json()["next_token"]
+    text = event_file(0, "Without id").replace("id: 0\n", "")
+    repo.commit_file("events/without-id.md", text, "Add an event without id")
+    r = anon.get(f"/changes?since={token}")  # the read gives the id first, then answers
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["changes"] == [{"type": "events", "id": event["id"] + 1, "action": "created"}]
+    # the two commits, one by one: the file without id was never served, so only its assignment counts
+    assert anon.get(f"/changes?since={repo('rev-parse', 'HEAD~1').strip()}").get_json()["changes"] == [
+        {"type": "events", "id": event["id"] + 1, "action": "created"}]

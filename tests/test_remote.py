@@ -6,6 +6,7 @@ Editors reach it with plain git (clone, commit, push). Nothing is mocked.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 import json
@@ -286,6 +287,61 @@ def test_an_editor_push_to_the_remote_shows_after_the_webhook(instance, remote, 
     # and the next API write builds on it
     assert a.create("After the editor").status_code == 201
     assert remote("log", "-2", "--format=%an", "main").split("\n")[1] == "Remote Editor"
+
+
+def test_an_id_the_api_confirmed_survives_a_merged_branch_that_picked_it(instance, remote, bare, tmp_path, caplog):
+    """On a branch an editor writes "Advent Market" with the id the API hands out next (as
+    ``new`` used to); meanwhile the API creates "Zumba in the Park" with that id. The branch is
+    merged in the order that puts it first in the branch's first-parent history, and pushed.
+    Both replicas pull it before either gives ids: they plan the same commit, one lands, the
+    other catches up and has nothing left to do. Zumba keeps its id and content, Advent Market
+    is served under the next id, an id never names two records."""
+    caplog.set_level("INFO", logger="calendar_service")
+    a, b = instance("a"), instance("b")
+    base = a.create("Base").get_json()
+    editor = editor_clone(bare, tmp_path / "editor")
+    editor("checkout", "-q", "-b", "advent")
+    day = (datetime.date.today() + datetime.timedelta(days=20)).isoformat()
+    advent = (f"---\nid: {base['id'] + 1}\ntitle: Advent Market\nstart_date: '{day} 10:00:00'\n"
+              f"end_date: '{day} 18:00:00'\n---\nMulled wine.\n")
+    (editor.root / "events/advent-market.md").write_text(advent)
+    editor("add", "-A")
+    editor(*EDITOR, "commit", "-q", "-m", "Add the advent market")
+
+    zumba = a.create("Zumba in the Park")
+    assert zumba.status_code == 201
+    zumba = zumba.get_json()
+    assert zumba["id"] == base["id"] + 1  # the id the branch picked
+
+    editor("checkout", "-q", "main")
+    editor(*EDITOR, "merge", "-q", "--no-ff", "-m", "Merge advent", "advent")
+    editor(*EDITOR, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")  # Zumba enters by this merge
+    editor("push", "-q", "origin", "main")
+    merged = editor.head()
+    a.service.pull_remote()
+    b.service.pull_remote()
+    assert a.service.store.head() == b.service.store.head() == merged
+
+    for replica in (a, b):  # each reads, each would give ids: one commit lands, the other has nothing to do
+        r = replica.admin.get(f"/events/{zumba['id']}")
+        assert r.status_code == 200 and r.get_json()["title"] == "Zumba in the Park"
+    assert b.hook().status_code == 200 and a.hook().status_code == 200
+    assert remote("rev-list", "--count", f"{merged}..main").strip() == "1"
+    assert remote("log", "-1", "--format=%an%n%B", "main").startswith(
+        "Calendar Service\nGive ids and slugs to files that lack them or share them with an older file\n\n"
+        f"events/advent-market.md: had id {zumba['id']}, which events/zumba-in-the-park.md holds since before; "
+        f"now id {zumba['id'] + 1}")
+    for replica in (a, b):
+        assert replica.service.store.head() == remote("rev-parse", "main").strip()
+        assert replica.admin.get(f"/events/{zumba['id']}").get_json()["description"] == zumba["description"]
+        found = replica.admin.get("/events?search=zumba&start_date=2000-01-01").get_json()["events"]
+        assert [e["id"] for e in found] == [zumba["id"]]
+        assert replica.admin.get(f"/events/{zumba['id'] + 1}").get_json()["title"] == "Advent Market"
+        assert titles(replica) == ["Advent Market", "Base", "Zumba in the Park"]
+    assert remote("show", "main:events/advent-market.md") == advent.replace(f"id: {zumba['id']}", f"id: {zumba['id'] + 1}")
+    assert any("events/advent-market.md: id" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    # the next create takes a fresh id
+    assert a.create("After").get_json()["id"] == zumba["id"] + 2
 
 
 def test_a_pull_never_overwrites_an_uncommitted_change(instance, remote, bare, tmp_path):

@@ -154,7 +154,20 @@ def cmd_trash(options) -> int:
 
 
 def _content_dir(value) -> Path:
-    return Path(value) if value else Settings.from_env().content_dir
+    """The content directory a command works on: the one given; else ``CALENDAR_CONTENT_DIR`` when
+    set; else the content clone the current directory is in (the top of a git work tree that has
+    any of the content folders); else the default of the settings."""
+    if value:
+        return Path(value)
+    if os.environ.get("CALENDAR_CONTENT_DIR"):
+        return Settings.from_env().content_dir
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            if any((folder / name).is_dir() for name in RESOURCES):
+                return folder
+            break
+    return Settings.from_env().content_dir
 
 
 def cmd_validate(options) -> int:
@@ -177,7 +190,8 @@ def cmd_validate(options) -> int:
         return records.line_of(texts[path], key)
 
     problems = list(snapshot.problems) + snapshot.reference_problems(line_of) + unsafe_paths(root)
-    shown = os.path.normpath(str(options.content_dir)) if options.content_dir else str(root)
+    shown = os.path.normpath(str(options.content_dir)) if options.content_dir else (
+        "." if root == Path.cwd() else str(root))
     failing = 0
     for problem in sorted(problems, key=lambda p: (p.path, p.line)):
         where = os.path.normpath(os.path.join(shown, problem.path))
@@ -224,7 +238,7 @@ def cmd_status(options) -> int:
 
 
 def cmd_new(options) -> int:
-    """Write a new record file named by its slug with the next free id of its id space, print
+    """Write a new record file named by its slug, without an id (the service gives it one), print
     its path and exit 0; exit 2 without writing when the file exists or a value is wrong.
     Nothing is committed: the editor reviews and commits the file."""
     from calendar_service.domain import dates
@@ -235,20 +249,21 @@ def cmd_new(options) -> int:
     root = _content_dir(options.dir)
     settings = Settings.from_env()
     snapshot = load_directory(root) if root.is_dir() else None
-    record_id = snapshot.next_id(resource) if snapshot else 1
     title = options.title.strip()
     if not title:
         raise ValueError("--title must not be empty")
     if options.slug is not None and not records.is_safe_slug(options.slug):
         raise ValueError(f"--slug {options.slug!r}: use lowercase letters, digits, '-' or '_'")
     # the API's slug rule (a Windows device name such as ``con`` gets a suffix)
-    slug = text.slugify(options.slug or title) or f"{resource.singular}-{record_id}"
+    slug = text.slugify(options.slug or title) or resource.singular
     path = records.path_for(resource, slug)
     target = root / path
     if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):
         raise ValueError(f"{target} exists already; choose another --slug")
     now = dates.fmt(dates.utc_now())
-    data: dict = {"id": record_id, resource.title_key: title, "slug": slug}
+    # no id: the service gives the file one when it reads it (an id picked here could be handed
+    # out by the API meanwhile)
+    data: dict = {resource.title_key: title, "slug": slug}
     if resource.kind == "post":
         data.update(status=options.status, date_utc=now, modified_utc=now)
     if options.description:

@@ -41,7 +41,7 @@ def load_yaml(text: str):
                 raise yaml.constructor.ConstructorError(
                     None, None, "anchors and aliases (&name, *name) are not allowed in content files",
                     event.start_mark)
-    return yaml.load(text, Loader=_Loader)
+    return yaml.load(text, Loader=_StrictLoader)
 
 
 class _FrontMatter(frontmatter.YAMLHandler):
@@ -72,6 +72,38 @@ def _represent_str(dumper, data):
 
 _Dumper.add_representer(list, _represent_list)
 _Dumper.add_representer(str, _represent_str)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping names ``key`` twice: on line ``first`` and ``line`` of the YAML text."""
+
+    def __init__(self, key, first: int, line: int):
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.first, self.line = key, first, line
+
+
+class _StrictLoader(_Loader):
+    """The safe loader, refusing a mapping that names one key twice (YAML lets the last one win
+    silently, so an editor's second ``title:`` would hide the first without a word)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line + 1)
+                except TypeError:
+                    continue  # an unhashable key: construct_mapping reports it
+                if first != key_node.start_mark.line + 1:
+                    raise _DuplicateKey(key, first, key_node.start_mark.line + 1)
+        return super().construct_mapping(node, deep)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_yaml_map)
+
+# the line that opens and closes front matter (as python-frontmatter reads it)
+_FRONT_MATTER_BOUNDARY = re.compile(r"^-{3,}\s*$", re.M)
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,199}$")
 
@@ -175,13 +207,21 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         if resource.body_key:
             if not text.lstrip("\ufeff").startswith("---"):
                 return None, [Problem(path, 1, "expected YAML front matter starting with '---'")]
+            split = _split_front_matter(text)
+            if split is None:
+                return None, [Problem(path, 1, "the front matter is not closed: no '---' line after the opening one")]
+            offset = split[2]
             post = frontmatter.loads(text, handler=_FRONT_MATTER)
             meta, body = post.metadata, post.content
         else:
+            offset = 0
             meta = load_yaml(text)
+    except _DuplicateKey as exc:
+        return None, [Problem(path, exc.line + offset,
+                              f"duplicate key {exc.key!r} (first on line {exc.first + offset}); YAML would keep only the last")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
+        line = mark.line + 1 + offset if mark else 1
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return None, [Problem(path, line, f"YAML syntax error: {reason}")]
     if meta is None:
@@ -203,7 +243,9 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         problems.append(Problem(path, _line_of(text, "slug"),
                                 "slug must be lowercase letters, digits, '-' or '_'"))
     refused = {p.message.split("'")[1] for p in problems if p.message.startswith("'")}  # wrong type: said already
-    for key in ("id", resource.title_key):
+    if data.get("id") in (None, ""):
+        data["id"] = None  # the service gives the file an id in a commit of its own (see Snapshot)
+    for key in (resource.title_key,):
         if data.get(key) in (None, "") and key not in refused:
             problems.append(Problem(path, 1, f"required field '{key}' is missing"))
     if resource is RESOURCES["events"]:
@@ -217,6 +259,47 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     if any(p.severity == "error" for p in problems):
         return None, problems
     return Record(resource, data, path), problems
+
+
+def _split_front_matter(text: str) -> tuple[str, str, int] | None:
+    """(front matter, body, lines before the front matter) of an event file, as python-frontmatter
+    splits it; None when the front matter is never closed."""
+    stripped = text.strip().lstrip("\ufeff")
+    lead = text[:len(text) - len(text.lstrip())].count("\n")
+    parts = _FRONT_MATTER_BOUNDARY.split(stripped, 2)
+    if len(parts) < 3:
+        return None
+    return parts[1], parts[2].strip(), lead
+
+
+_ID_LINE = re.compile(rb"""^id[ \t]*:[ \t]*['"]?([0-9]{1,18})['"]?[ \t]*(?:#.*)?$""", re.M)
+
+
+def claimed_id(raw: bytes) -> int | None:
+    """The id a file that cannot be read writes on a top-level ``id:`` line, if any: it is kept
+    free, so the file keeps it once repaired."""
+    match = _ID_LINE.search(raw)
+    return int(match.group(1)) if match else None
+
+
+def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
+    """``raw`` (a record file) with its top-level ``key`` set to ``value`` (an int or a safe slug),
+    every other byte kept: the key's line is replaced, or one is added as the first key."""
+    text = raw.decode("utf-8")
+    start = 0
+    if resource.body_key:
+        opening = _FRONT_MATTER_BOUNDARY.search(text)
+        start = opening.end() + 1 if opening else 0
+        closing = _FRONT_MATTER_BOUNDARY.search(text, start)
+        end = closing.start() if closing else len(text)
+    else:
+        end = len(text)
+    line = re.compile(rf"^{re.escape(key)}[ \t]*:.*$", re.M).search(text, start, end)
+    if line:
+        text = text[:line.start()] + f"{key}: {value}" + text[line.end():]
+    else:
+        text = text[:start] + f"{key}: {value}\n" + text[start:]
+    return text.encode("utf-8")
 
 
 def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[Problem]:

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from functools import cached_property
 
-from calendar_service.domain.records import Problem, Record
+from calendar_service.domain.records import Problem, Record, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
@@ -69,12 +69,25 @@ class Snapshot:
     """Every record at one commit."""
 
     def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
-                 changed: set[str] | None = None):
+                 changed: set[str] | None = None, seniority=None, claims: dict | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
+        self.claims = claims or {}  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
-        if previous is None or changed is None or previous._conflicts or not self._advance(previous, changed):
+        # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
+        # id two files claim; without it (a working tree, no git) the path order decides
+        self._seniority = seniority
+        self.unassigned: list[Record] = []   # parsed files without an id: the service gives them one
+        self.displaced: list[tuple[Record, Record]] = []  # (file, the older file holding its id)
+        self.reslugged: list[tuple[Record, Record]] = []  # (file, the older file holding its slug)
+        if (previous is None or changed is None or previous._conflicts or previous.unassigned
+                or previous.displaced or previous.reslugged or not self._advance(previous, changed)):
             self._build()
+
+    @property
+    def needs_ids(self) -> bool:
+        """True when some file that parses has no id, or an id or slug an older file holds."""
+        return bool(self.unassigned or self.displaced or self.reslugged)
 
     # ------------------------------------------------------------------------- building
 
@@ -87,16 +100,47 @@ class Snapshot:
         self.published_refs: dict[tuple[str, str], set[int]] = {}
         self._conflicts: list[Problem] = []
         self._copied: set = set()
-        for path in sorted(self.files):
-            record = self.files[path][1]
-            if record is None:
+        self.unassigned, self.displaced, self.reslugged = [], [], []
+        for record in self._in_order():
+            if record.id is None:
+                self.unassigned.append(record)
                 continue
-            conflict = self._conflict(record)
-            if conflict:
-                self._conflicts.append(Problem(path, 1, conflict))
+            other = self.ids[record.resource.id_space].get(record.id)
+            if other is not None:
+                self.displaced.append((record, other))
+                slug_holder = self.by_slug[record.resource.name].get(record.slug)
+                if slug_holder is not None:  # a plain copy: its slug is given in the same commit
+                    self.reslugged.append((record, slug_holder))
+                self._conflicts.append(Problem(record.path, 1, f"id {record.id} is also in {other.path}, which "
+                                               "is older: the service gives this file a new id", "warning"))
+                continue
+            other = self.by_slug[record.resource.name].get(record.slug)
+            if other is not None:
+                self.reslugged.append((record, other))
+                self._conflicts.append(Problem(record.path, 1, f"slug {record.slug!r} is also the slug of {other.path}, "
+                                               "which is older: the service gives this file another slug", "warning"))
                 continue
             self._add(record)
+        self.unassigned.sort(key=lambda r: r.path)
+        self.displaced.sort(key=lambda pair: pair[0].path)
+        self.reslugged.sort(key=lambda pair: pair[0].path)
         self._copied = None
+
+    def _in_order(self) -> list[Record]:
+        """Every parsed record, by path; files that claim one id or slug are put in order of seniority
+        (the one that entered history first, first), so the older one keeps the id."""
+        parsed = [self.files[path][1] for path in sorted(self.files) if self.files[path][1] is not None]
+        claims: dict = {}
+        for record in parsed:
+            if record.id is not None:
+                claims.setdefault((record.resource.id_space, record.id), []).append(record.path)
+            claims.setdefault((record.resource.name, record.slug), []).append(record.path)
+        contested = sorted({path for paths in claims.values() if len(paths) > 1 for path in paths})
+        if not contested:
+            return parsed
+        ranks = self._seniority(contested) if self._seniority is not None else {}
+        order = {path: (ranks.get(path, len(contested)), path) for path in contested}
+        return sorted(parsed, key=lambda r: order.get(r.path, (-1, r.path)))
 
     def _advance(self, previous: "Snapshot", changed: set[str]) -> bool:
         """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed."""
@@ -117,8 +161,8 @@ class Snapshot:
             record = entry[1] if entry else None
             if record is None:
                 continue
-            if self._conflict(record):
-                return False  # two files claim one id or slug: let the full build decide who wins
+            if record.id is None or self._conflict(record):
+                return False  # no id, or two files claim one id or slug: let the full build decide
             self._add(record)
         self._copied = None
         return True
@@ -251,5 +295,10 @@ class Snapshot:
         return found
 
     def next_id(self, resource: Resource) -> int:
-        """The id a new record of ``resource`` gets: one above the highest of its id space."""
-        return max(self.ids[resource.id_space], default=0) + 1
+        """The id a new record of ``resource`` gets: one above the highest of its id space (files
+        whose id an older file holds count too, as they hold it until they are given a new one, and
+        so do the ids written in files that cannot be read: repaired, they keep theirs)."""
+        displaced = [r.id for r, _ in self.displaced + self.reslugged if r.resource.id_space == resource.id_space]
+        claimed = [i for path, i in self.claims.items()
+                   if (owner := resource_of_path(path)) is not None and owner.id_space == resource.id_space]
+        return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1

@@ -249,7 +249,7 @@ class SearchIndex:
             writer.delete_by_term("path", path)
             entry = snapshot.files.get(path)
             record = entry[1] if entry else None
-            if record is not None:
+            if record is not None and record.id is not None:
                 ids.add(record.id)
         for rid in ids:
             writer.delete_by_term("rid_key", str(rid))

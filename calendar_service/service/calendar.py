@@ -13,6 +13,7 @@ trash). Failures are ``errors.ServiceError``; ``build.build_service`` makes the 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -26,7 +27,7 @@ from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resource
 from calendar_service.index import search
 from calendar_service.index.search import SearchIndex
-from calendar_service.service import errors, trash
+from calendar_service.service import errors, ids, trash
 from calendar_service.service.history import History
 from calendar_service.service.sync import RemoteSync
 from calendar_service.service.writes import LinkedValueError, WritePlan, Writer, parse_linked, parse_term_list
@@ -64,13 +65,79 @@ class CalendarService:
         self.history = History(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
+        self._ids_tried: str | None = None     # the last head ids were given (or tried) for
+        self._writing = threading.local()      # set while this thread holds the write lock here
 
     @property
     def site_tz(self):
         return self.settings.tz
 
     def snapshot(self) -> Snapshot:
-        return self.catalog.current()
+        """The records at the branch head; files there that need an id are given one first (once
+        per head, see ``assign_ids``)."""
+        snapshot = self.catalog.current()
+        if snapshot.needs_ids and snapshot.commit != self._ids_tried and not getattr(self._writing, "on", False):
+            self.assign_ids()
+            snapshot = self.catalog.current()
+        return snapshot
+
+    def assign_ids(self) -> str | None:
+        """Commit ids (and slugs) for the files at the branch head that have none or one an older
+        file holds (see ``ids``), as the service's committer, pushed like any write. Returns the commit, or
+        None when there was nothing to do or it could not be made (logged: reads go on, the
+        files keep being reported and it is tried again at the next head)."""
+        author = self.store.committer
+        for attempt in range(WRITE_ATTEMPTS):
+            with self._write_lock():
+                snapshot = self.catalog.current()
+                self._ids_tried = snapshot.commit
+                if not snapshot.needs_ids:
+                    return None
+                paths = ids.targets(snapshot)
+                blobs = {path: snapshot.files[path][0] for path in paths}
+                contents = self.store.read_blobs(set(blobs.values()))
+                changes, lines = ids.plan(snapshot, {path: contents[blob] for path, blob in blobs.items()})
+                for record, holder in snapshot.displaced:
+                    log.warning("%s: id %s is also in %s, which entered the history first; giving this file "
+                                "a new id", record.path, record.id, holder.path)
+                for record, holder in snapshot.reslugged:
+                    log.warning("%s: slug %r is also the slug of %s, which entered the history first; giving this "
+                                "file another slug", record.path, record.slug, holder.path)
+                if not changes:
+                    return None
+                try:
+                    commit = self.store.commit(changes, ids.SUBJECT + "\n\n" + "\n".join(lines), author,
+                                               snapshot.commit, push=self.sync.push_writes)
+                except BranchMoved:
+                    continue
+                except PushRejected:
+                    try:
+                        self.sync.catch_up(snapshot.commit, changes)  # the plan is recomputed on the new head
+                    except errors.ServiceError as error:
+                        log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                    "head", error, ", ".join(paths))
+                        return None
+                    continue
+                except StoreError as exc:
+                    log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                "head", exc, ", ".join(paths))
+                    return None
+                for line in lines:
+                    log.info("%s", line)
+                self._ids_tried = commit
+                return commit
+        log.warning("could not give ids: the branch kept moving; trying again at the next head")
+        return None
+
+    @contextlib.contextmanager
+    def _write_lock(self):
+        """The store's write lock, marking this thread as writing (``snapshot`` then never writes)."""
+        with self.store.write_lock():
+            self._writing.on = True
+            try:
+                yield
+            finally:
+                self._writing.on = False
 
     def warm_up(self) -> None:
         """Load the records now rather than on the first request and bring the search index up
@@ -196,7 +263,7 @@ class CalendarService:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(random.uniform(0, min(RETRY_BACKOFF_MAX, RETRY_BACKOFF * 2 ** (attempt - 1))))
-            with self.store.write_lock():
+            with self._write_lock():
                 if refresh:  # the remote head fetched before the wait is likely stale by now
                     self._pull_locked("The write was not applied.")
                     refresh = False

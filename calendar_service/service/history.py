@@ -148,7 +148,7 @@ class History:
                 continue
             if old_blob and old_blob in old_contents:
                 old, _ = records.parse(path, old_contents[old_blob])
-                if old is not None:
+                if old is not None and old.id is not None:  # a file without id was never served
                     before[(resource.name, old.id)] = old
             entry = snapshot.files.get(path) if new_blob else None
             new = entry[1] if entry else None

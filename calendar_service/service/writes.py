@@ -156,9 +156,15 @@ class WritePlan:
         """``wanted``, or ``wanted-2``, ``-3``...: the first slug no other record holds or this write plans."""
         used = self.slugs.setdefault(resource.name, set())
 
+        own = self.snapshot.get(resource, record_id)
+
         def taken(slug: str) -> bool:
+            # a path in the tree is never written over unless it is this record's own file,
+            # even when the service cannot read it (an editor's file with a YAML error)
             other = self.snapshot.get_slug(resource, slug)
-            return slug in used or (other is not None and other.id != record_id)
+            path = records.path_for(resource, slug) if records.is_safe_slug(slug) else None
+            occupied = path in self.snapshot.files and (own is None or own.path != path)
+            return slug in used or occupied or (other is not None and other.id != record_id)
 
         slug = text.unique_slug(wanted, taken)
         used.add(slug)
@@ -168,6 +174,10 @@ class WritePlan:
         """Plan ``data`` as its file. The file is read back first with the rules ``validate``
         and the loader use: one that would not read back is a 400 naming the field, never a commit."""
         path = records.path_for(resource, data["slug"])
+        if path != old_path and path in self.snapshot.files:
+            # another file is there (one the service may not even read): never write over it
+            data["slug"] = self.unique_slug(resource, data["slug"], data["id"])
+            path = records.path_for(resource, data["slug"])
         content = records.dump(resource, data)
         _check_reads_back(resource, path, content)
         if old_path and old_path != path:

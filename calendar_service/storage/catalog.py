@@ -87,6 +87,28 @@ class _CacheUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
 
 
+def entry_order(store: GitStore, head: str, paths) -> dict[str, int]:
+    """path -> rank (0 first) of the order in which ``paths`` entered the history of ``head``,
+    for deciding which of several files claiming one id keeps it. A file added by an ancestor
+    of the commit that added another entered first. Files added side by side (on branches
+    merged later) are ordered: first what the service committed (a write it confirmed to a
+    client), then by commit time, then by path."""
+    added = store.added_by(head, paths)
+    service = store.committer[1]
+
+    def compare(a: str, b: str) -> int:
+        (ca, ea, ta), (cb, eb, tb) = added.get(a, ("", "", 0)), added.get(b, ("", "", 0))
+        if ca and cb and ca != cb:
+            if store.is_ancestor(ca, cb):
+                return -1
+            if store.is_ancestor(cb, ca):
+                return 1
+        key_a, key_b = (ea != service, ta, a), (eb != service, tb, b)
+        return -1 if key_a < key_b else 1 if key_a > key_b else 0
+
+    return {path: rank for rank, path in enumerate(sorted(paths, key=functools.cmp_to_key(compare)))}
+
+
 class Catalog:
     """Keeps the snapshot of the branch head, refreshing it incrementally when the head moves.
 
@@ -168,11 +190,13 @@ class Catalog:
         if previous.commit is None:
             changed = self.store.list_files(head)
             files: dict = {}
+            claims: dict = {}
             if len(changed) >= CACHE_MIN_FILES:
                 cached = self._read_cache()
         else:
             changed = self.store.changed_files(previous.commit, head)
             files = dict(previous.files)
+            claims = {path: i for path, i in previous.claims.items() if path not in changed}
         hits: set = set()
         for path, (blob, data, problems) in ((p, cached[p]) for p in changed if p in cached):
             if blob != changed[path]:
@@ -192,15 +216,20 @@ class Catalog:
             record, problems = records.parse(path, raw) if raw is not None else (None, [Problem(path, 1, "unreadable")])
             if record is not None:
                 record.blob = blob
+            elif raw is not None and records.claimed_id(raw) is not None:
+                claims[path] = records.claimed_id(raw)
             for problem in problems:
                 if problem.severity == "error":
                     log.warning("skipping %s", problem)
             files[path] = (blob, record, tuple(problems))
+        def seniority(paths):
+            return entry_order(self.store, head, paths)
+
         if previous.commit is None:
-            snapshot = Snapshot(head, files)
+            snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
             parsed = len(changed) - len(hits)
             if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot
-        return Snapshot(head, files, previous, set(changed))
+        return Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)

@@ -120,6 +120,25 @@ class GitStore:
         """Every file under the content folders at ``commit``: path -> blob id."""
         return self._history.list_files(commit)
 
+    def added_by(self, head: str, paths) -> dict[str, tuple[str, str, int]]:
+        """path -> (commit, committer e-mail, committer time) of the commit that added each of
+        ``paths`` as it is at ``head`` (the newest add, should a file have been deleted and added
+        again), found through merges to the branch the file came from. Paths git cannot place
+        are left out."""
+        paths = sorted(paths)
+        if not paths or head is None:
+            return {}
+        out = self._git("-c", "core.quotepath=off", "log", "--diff-filter=A", "--no-renames",
+                        "--format=%x00%H %ct %ce", "--name-only", head, "--", *paths).decode("utf-8", "replace")
+        wanted, found = set(paths), {}
+        for chunk in out.split("\0")[1:]:
+            lines = chunk.strip("\n").split("\n")
+            commit, when, email = (lines[0].split(" ", 2) + ["", ""])[:3]
+            for path in lines[1:]:
+                if path in wanted and path not in found:
+                    found[path] = (commit, email, int(when or 0))
+        return found
+
     def changed_files(self, old: str, new: str) -> dict[str, str | None]:
         """Paths under the content folders that differ between two commits: path -> new blob or None."""
         return {path: c.new_sha for path, c in self._history.diff_tree(old, new).items()}
