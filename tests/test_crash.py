@@ -155,26 +155,54 @@ def test_stale_git_lock_files_are_recovered_at_start(paths):
     assert git(content, "status", "--porcelain") == ""
 
 
-def test_a_fresh_lock_file_is_left_alone_and_writes_fail_cleanly(paths):
-    """A young lock may be an editor's git command in progress: never removed; the write is a 409."""
+def test_a_lock_file_held_by_a_live_process_is_left_alone_and_writes_fail_cleanly(paths):
+    """A lock some process holds open may be an editor's git command in progress (git keeps its
+    lock files open while it holds them): never removed; the write is a 409."""
     content = paths["content_dir"]
     _prepare(paths)
     lock = content / ".git" / "refs" / "heads" / "main.lock"
     server = Server(paths, "app")
+    holder = None
     try:
         server.start()
         head = git(content, "rev-parse", "HEAD")
-        lock.write_text("an editor's git process\n")
+        with lock.open("w") as handle:  # a live process holding the lock open, as git does
+            handle.write("an editor's git process\n")
+            holder = subprocess.Popen(["sleep", "120"], stdout=handle)
         status, body, _ = server.request("POST", "/events", {"title": "Blocked", "start_date": "2030-01-01",
                                                              "end_date": "2030-01-01"}, ADMIN)
         assert status == 409 and is_envelope(body, 409), body
         assert lock.exists()
         assert git(content, "rev-parse", "HEAD") == head
         assert "<content>" in body["message"] or str(content) not in body["message"]
+        holder.kill()
+        holder.wait()
         lock.unlink()
         status, body, _ = server.request("POST", "/events", {"title": "Unblocked", "start_date": "2030-01-01",
                                                              "end_date": "2030-01-01"}, ADMIN)
         assert status == 201, body
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+        server.kill()
+    fsck_full(content)
+
+
+def test_a_fresh_lock_file_no_process_holds_is_removed_at_once(paths):
+    """A writer killed a moment ago leaves a young lock file nobody holds: the next write clears
+    it instead of answering 409 until it ages."""
+    content = paths["content_dir"]
+    _prepare(paths)
+    server = Server(paths, "gunicorn", workers=2)
+    try:
+        server.start()
+        lock = content / ".git" / "refs" / "heads" / "main.lock"
+        lock.write_text("killed a moment ago\n")
+        status, body, _ = server.request("POST", "/events", {"title": "Through", "start_date": "2030-01-01",
+                                                             "end_date": "2030-01-01"}, ADMIN)
+        assert status == 201, body
+        assert not lock.exists()
+        assert "removed the stale git lock file .git/refs/heads/main.lock" in server.stderr()
     finally:
         server.kill()
     fsck_full(content)

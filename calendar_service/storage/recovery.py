@@ -57,6 +57,29 @@ class Journal:
             return None
 
 
+def held_open(path: Path) -> bool | None:
+    """Whether a running process has ``path`` open (git holds its lock files open while it
+    holds the lock); None when that cannot be seen (no ``/proc``, or other users' processes)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    target = str(path)
+    unsure = False
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) == target:
+                        return True
+        except PermissionError:
+            unsure = True  # another user's process: it could hold the lock
+        except OSError:
+            continue  # the process ended meanwhile
+    return None if unsure else False
+
+
 class Recovery:
     """Cleans up after killed processes. Every method must run inside the store's write lock."""
 
@@ -78,10 +101,13 @@ class Recovery:
         return [self.git_dir / name for name in names]
 
     def remove_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> list[str]:
-        """Delete git lock files older than ``older_than`` seconds (each removal logged); returns their names.
+        """Delete the git lock files no live process holds (each removal logged); returns their names.
 
-        Inside the write lock no write of this service is running, so a lock file that old
-        was left by a killed process, not by a live one.
+        Inside the write lock no write of this service is running. git keeps a lock file open
+        for as long as it holds the lock, so one that no process has open was left by a killed
+        process and goes at once. Where open files cannot be seen (no ``/proc``), a lock file
+        goes when it is older than ``older_than`` seconds; a younger one may belong to an
+        editor's git command and is left alone.
         """
         removed = []
         now = time.time()
@@ -90,8 +116,10 @@ class Recovery:
                 age = now - path.stat().st_mtime
             except FileNotFoundError:
                 continue
-            if age < older_than:
-                log.warning("%s exists (%.0f s old); leaving it to its owner", path.name, age)
+            held = held_open(path)
+            if held or (held is None and age < older_than):
+                log.warning("%s exists (%.0f s old, %s); leaving it to its owner", path.name, age,
+                            "held by a running process" if held else "its owner is unknown")
                 continue
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
