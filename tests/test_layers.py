@@ -81,3 +81,20 @@ def test_the_checker_sees_a_wrong_arrow(tmp_path, monkeypatch):
     else:
         raise AssertionError("the wrong arrow was not reported")
 
+
+
+MAX_MODULE_LINES = 550   # a module is one concern: split it when it grows past this
+MAX_CLASS_LINES = 320    # a class that grows past this holds collaborators instead
+
+
+def test_modules_and_classes_stay_small():
+    too_big = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > MAX_MODULE_LINES:
+            too_big.append(f"{path.relative_to(PACKAGE)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno > MAX_CLASS_LINES:
+                too_big.append(f"{path.relative_to(PACKAGE)}: class {node.name} {node.end_lineno - node.lineno} lines")
+    assert not too_big, "\n".join(too_big)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from urllib.parse import urlsplit
 
+from calendar_service.http import json_ld
 from calendar_service.domain import dates, permissions
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
@@ -247,7 +248,8 @@ class Presenter:
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
         if single:
-            out["json_ld"] = self.event_json_ld(record, out, start, end)
+            out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
+                                                self.refs(record, "organizer"), self.urls)
         return self._guard(record, out)
 
     @staticmethod
@@ -263,44 +265,6 @@ class Presenter:
             if val not in (None, ""):
                 fields[str(key)] = {"label": str(label), "value": val if isinstance(val, str) else str(val)}
         return fields or []
-
-    def event_json_ld(self, record: Record, out: dict, start, end) -> dict:
-        ld = {
-            "@context": "http://schema.org",
-            "@type": "Event",
-            "name": out["title"],
-            "description": text.strip_tags(out["excerpt"] or out["description"]),
-        }
-        if out["image"]:
-            ld["image"] = out["image"]["url"]
-        ld.update({
-            "url": out["url"],
-            "eventAttendanceMode": "https://schema.org/OfflineEventAttendanceMode",
-            "eventStatus": "https://schema.org/EventScheduled",
-            "startDate": start.isoformat(),
-            "endDate": end.isoformat(),
-        })
-        venues = self.refs(record, "venue")
-        if venues:
-            places = [self.venue_json_ld(v) for v in venues]
-            ld["location"] = places[0] if len(places) == 1 else places
-        organizers = self.refs(record, "organizer")
-        if organizers:
-            people = [self.organizer_json_ld(o) for o in organizers]
-            ld["organizer"] = people[0] if len(people) == 1 else people
-        values = out["cost_details"]["values"]
-        if values:
-            ld["offers"] = {
-                "@type": "Offer",
-                "price": values[0],
-                "priceCurrency": out["cost_details"]["currency_code"] or "USD",
-                "url": out["url"],
-                "category": "primary",
-                "availability": "inStock",
-                "validFrom": out["date_utc"].replace(" ", "T") + "+00:00",
-            }
-        ld["performer"] = "Organization"
-        return ld
 
     # ------------------------------------------------------------------------- venues, organizers
 
@@ -324,36 +288,12 @@ class Presenter:
             out["geo_lat"] = data["geo_lat"]
             out["geo_lng"] = data["geo_lng"]
         if single:
-            out["json_ld"] = self.venue_json_ld(record)
+            out["json_ld"] = json_ld.venue_ld(record, self.urls)
         out = {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})}
         out["show_map"] = data.get("show_map", True) is not False
         out["show_map_link"] = data.get("show_map_link", True) is not False
         out.update(self._global_ids(record))
         return self._guard(record, out)
-
-    def venue_json_ld(self, record: Record) -> dict:
-        data = record.data
-        ld = {
-            "@type": "Place",
-            "name": record.title,
-            "description": text.strip_tags(data.get("excerpt") or data.get("description")),
-            "url": self.urls.permalink(VENUES, record.slug),
-            "address": {
-                "@type": "PostalAddress",
-                "streetAddress": data.get("address") or "",
-                "addressLocality": data.get("city") or "",
-                "addressRegion": data.get("stateprovince") or data.get("state") or data.get("province") or "",
-                "postalCode": data.get("zip") or "",
-                "addressCountry": data.get("country") or "",
-            },
-        }
-        if data.get("geo_lat") is not None and data.get("geo_lng") is not None:
-            ld["geo"] = {"@type": "GeoCoordinates", "latitude": data["geo_lat"], "longitude": data["geo_lng"]}
-        if data.get("phone"):
-            ld["telephone"] = data["phone"]
-        if data.get("website"):
-            ld["sameAs"] = data["website"]
-        return ld
 
     def organizer(self, record: Record, single: bool = False) -> dict:
         data = record.data
@@ -373,22 +313,9 @@ class Presenter:
             "email": data.get("email"),
         }
         if single:
-            out["json_ld"] = self.organizer_json_ld(record)
+            out["json_ld"] = json_ld.organizer_ld(record, self.urls)
         out.update(self._global_ids(record))
         return self._guard(record, {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})})
-
-    def organizer_json_ld(self, record: Record) -> dict:
-        data = record.data
-        ld = {
-            "@type": "Person",
-            "name": record.title,
-            "description": text.strip_tags(data.get("excerpt") or data.get("description")),
-            "url": data.get("website") or self.urls.permalink(ORGANIZERS, record.slug),
-        }
-        for key, ld_key in (("phone", "telephone"), ("email", "email"), ("website", "sameAs")):
-            if data.get(key):
-                ld[ld_key] = data[key]
-        return ld
 
     # ------------------------------------------------------------------------- terms
 

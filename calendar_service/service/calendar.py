@@ -65,8 +65,8 @@ class CalendarService:
         self.history = History(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
-        self._ids_tried: str | None = None     # the last head ids were given (or tried) for
         self._writing = threading.local()      # set while this thread holds the write lock here
+        self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
 
     @property
     def site_tz(self):
@@ -76,58 +76,15 @@ class CalendarService:
         """The records at the branch head; files there that need an id are given one first (once
         per head, see ``assign_ids``)."""
         snapshot = self.catalog.current()
-        if snapshot.needs_ids and snapshot.commit != self._ids_tried and not getattr(self._writing, "on", False):
+        if snapshot.needs_ids and snapshot.commit != self.ids.tried and not getattr(self._writing, "on", False):
             self.assign_ids()
             snapshot = self.catalog.current()
         return snapshot
 
     def assign_ids(self) -> str | None:
-        """Commit ids (and slugs) for the files at the branch head that have none or one an older
-        file holds (see ``ids``), as the service's committer, pushed like any write. Returns the commit, or
-        None when there was nothing to do or it could not be made (logged: reads go on, the
-        files keep being reported and it is tried again at the next head)."""
-        author = self.store.committer
-        for attempt in range(WRITE_ATTEMPTS):
-            with self._write_lock():
-                snapshot = self.catalog.current()
-                self._ids_tried = snapshot.commit
-                if not snapshot.needs_ids:
-                    return None
-                paths = ids.targets(snapshot)
-                blobs = {path: snapshot.files[path][0] for path in paths}
-                contents = self.store.read_blobs(set(blobs.values()))
-                changes, lines = ids.plan(snapshot, {path: contents[blob] for path, blob in blobs.items()})
-                for record, holder in snapshot.displaced:
-                    log.warning("%s: id %s is also in %s, which entered the history first; giving this file "
-                                "a new id", record.path, record.id, holder.path)
-                for record, holder in snapshot.reslugged:
-                    log.warning("%s: slug %r is also the slug of %s, which entered the history first; giving this "
-                                "file another slug", record.path, record.slug, holder.path)
-                if not changes:
-                    return None
-                try:
-                    commit = self.store.commit(changes, ids.SUBJECT + "\n\n" + "\n".join(lines), author,
-                                               snapshot.commit, push=self.sync.push_writes)
-                except BranchMoved:
-                    continue
-                except PushRejected:
-                    try:
-                        self.sync.catch_up(snapshot.commit, changes)  # the plan is recomputed on the new head
-                    except errors.ServiceError as error:
-                        log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
-                                    "head", error, ", ".join(paths))
-                        return None
-                    continue
-                except StoreError as exc:
-                    log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
-                                "head", exc, ", ".join(paths))
-                    return None
-                for line in lines:
-                    log.info("%s", line)
-                self._ids_tried = commit
-                return commit
-        log.warning("could not give ids: the branch kept moving; trying again at the next head")
-        return None
+        """Commit ids (and slugs) for the files at the branch head that need them (see ``ids``);
+        returns the commit, or None when there was nothing to do or it could not be made."""
+        return self.ids.assign()
 
     @contextlib.contextmanager
     def _write_lock(self):

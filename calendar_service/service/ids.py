@@ -18,6 +18,8 @@ import logging
 
 from calendar_service.domain import records, text
 from calendar_service.domain.snapshot import Snapshot
+from calendar_service.service.errors import ServiceError
+from calendar_service.storage.store import BranchMoved, PushRejected, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -73,3 +75,64 @@ def _check(record, content: bytes, key: str, value) -> bool:
         log.warning("%s: could not set its %s to %s without changing more; left as it is", record.path, key, value)
         return False
     return True
+
+
+class IdGiver:
+    """Gives ids (and slugs) at the branch head in a commit of the service's own, through the
+    normal write path (under the write lock, pushed with the same retries as any write)."""
+
+    def __init__(self, store, catalog, sync, write_lock, attempts: int):
+        self.store = store
+        self.catalog = catalog
+        self.sync = sync
+        self._write_lock = write_lock
+        self._attempts = attempts
+        self.tried: str | None = None  # the last head ids were given (or tried) for
+
+    def assign(self) -> str | None:
+        """Commit ids (and slugs) for the files at the branch head that have none or one an older
+        file holds (see ``ids``), as the service's committer, pushed like any write. Returns the commit, or
+        None when there was nothing to do or it could not be made (logged: reads go on, the
+        files keep being reported and it is tried again at the next head)."""
+        author = self.store.committer
+        for attempt in range(self._attempts):
+            with self._write_lock():
+                snapshot = self.catalog.current()
+                self.tried = snapshot.commit
+                if not snapshot.needs_ids:
+                    return None
+                paths = targets(snapshot)
+                blobs = {path: snapshot.files[path][0] for path in paths}
+                contents = self.store.read_blobs(set(blobs.values()))
+                changes, lines = plan(snapshot, {path: contents[blob] for path, blob in blobs.items()})
+                for record, holder in snapshot.displaced:
+                    log.warning("%s: id %s is also in %s, which entered the history first; giving this file "
+                                "a new id", record.path, record.id, holder.path)
+                for record, holder in snapshot.reslugged:
+                    log.warning("%s: slug %r is also the slug of %s, which entered the history first; giving this "
+                                "file another slug", record.path, record.slug, holder.path)
+                if not changes:
+                    return None
+                try:
+                    commit = self.store.commit(changes, SUBJECT + "\n\n" + "\n".join(lines), author,
+                                               snapshot.commit, push=self.sync.push_writes)
+                except BranchMoved:
+                    continue
+                except PushRejected:
+                    try:
+                        self.sync.catch_up(snapshot.commit, changes)  # the plan is recomputed on the new head
+                    except ServiceError as error:
+                        log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                    "head", error, ", ".join(paths))
+                        return None
+                    continue
+                except StoreError as exc:
+                    log.warning("could not give ids (%s); not served until then: %s; trying again at the next "
+                                "head", exc, ", ".join(paths))
+                    return None
+                for line in lines:
+                    log.info("%s", line)
+                self.tried = commit
+                return commit
+        log.warning("could not give ids: the branch kept moving; trying again at the next head")
+        return None
