@@ -3,6 +3,7 @@ app.py`` on a free port, in their own process group (so a SIGKILL takes the work
 always killed by the caller's ``finally``; every wait is bounded."""
 from __future__ import annotations
 
+import contextlib
 import base64
 import http.client
 import json
@@ -118,3 +119,31 @@ class Server:
 def is_envelope(body, status: int) -> bool:
     return (isinstance(body, dict) and isinstance(body.get("code"), str) and isinstance(body.get("message"), str)
             and isinstance(body.get("data"), dict) and body["data"].get("status") == status)
+
+
+@contextlib.contextmanager
+def git_daemon(base: Path):
+    """Serve the bare repositories under ``base`` with ``git daemon`` on 127.0.0.1 (push
+    enabled); yields the ``git://127.0.0.1:PORT`` prefix of their URLs. Always stopped."""
+    port = free_port()
+    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", f"--base-path={base}",
+                             f"--port={port}", "--listen=127.0.0.1", "--reuseaddr", str(base)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("git daemon did not start")
+                time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from calendar_service import create_app
+from servers import git_daemon
 from conftest import API, Client, Git
 
 SECRET = "hook-secret-for-tests"
@@ -54,9 +55,18 @@ def signature(body: bytes, secret: str = SECRET) -> str:
 
 @pytest.fixture
 def bare(tmp_path) -> Path:
-    path = tmp_path / "remote.git"
+    """The remote's bare repository (editors and the tests reach it by path)."""
+    path = tmp_path / "served" / "remote.git"
+    path.parent.mkdir()
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
     return path
+
+
+@pytest.fixture
+def remote_url(bare) -> str:
+    """The same repository as the services reach it: over the network, ``git daemon`` on loopback."""
+    with git_daemon(bare.parent) as url:
+        yield f"{url}/{bare.name}"
 
 
 @pytest.fixture
@@ -65,8 +75,8 @@ def remote(bare) -> Git:
 
 
 @pytest.fixture
-def instance(tmp_path, users_template, bare):
-    """``instance("a")`` -> a service on its own content directory, configured with the bare remote."""
+def instance(tmp_path, users_template, remote_url):
+    """``instance("a")`` -> a service on its own content directory, following the remote over git://."""
     built = []
 
     def build(name: str, **overrides) -> Instance:
@@ -74,7 +84,7 @@ def instance(tmp_path, users_template, bare):
         shutil.copy(users_template, users)
         config = {"content_dir": tmp_path / f"content-{name}", "index_dir": tmp_path / f"index-{name}",
                   "users_file": users, "seed_sample": False, "site_timezone": "UTC",
-                  "git_remote": str(bare), "pull_interval": 0, "webhook_secret": SECRET, **overrides}
+                  "git_remote": remote_url, "pull_interval": 0, "webhook_secret": SECRET, **overrides}
         made = Instance(create_app(config))
         built.append(made)
         return made

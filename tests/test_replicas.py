@@ -21,7 +21,7 @@ import yaml
 from calendar_service import create_app
 from calendar_service.config import Settings
 from conftest import PASSWORDS, Client, Git
-from servers import Server, free_port
+from servers import Server, free_port, git_daemon
 from test_remote import EDITOR, SECRET, Instance
 
 PER_REPLICA = 25  # concurrent creates sent to each replica
@@ -30,33 +30,13 @@ PER_REPLICA = 25  # concurrent creates sent to each replica
 @pytest.fixture
 def daemon(tmp_path):
     """A bare repository ``remote.git`` served by ``git daemon`` on 127.0.0.1 (push enabled);
-    yields (git:// URL, path of the bare repository). Always stopped."""
+    yields (git:// URL, path of the bare repository)."""
     base = tmp_path / "served"
     base.mkdir()
     bare = base / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    port = free_port()
-    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", f"--base-path={base}",
-                             f"--port={port}", "--listen=127.0.0.1", "--reuseaddr", str(base)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("git daemon did not start")
-                time.sleep(0.05)
-        yield f"git://127.0.0.1:{port}/remote.git", bare
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    with git_daemon(base) as url:
+        yield f"{url}/remote.git", bare
 
 
 @pytest.fixture
