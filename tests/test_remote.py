@@ -503,3 +503,26 @@ def test_the_periodic_pull_follows_the_remote(instance):
         time.sleep(0.1)
     assert titles(a) == ["Pulled by the timer"]
     assert a.repo.status() == ""
+
+
+def test_a_replica_started_with_the_remote_unreachable_answers_503_until_it_has_content(instance, tmp_path):
+    """Started while its remote cannot be reached, a new replica has nothing to serve: reads and
+    writes answer 503 calendar-not-ready (never an empty calendar with 200) until a pull succeeds."""
+    later = tmp_path / "later.git"  # not there yet: every fetch fails
+    a = instance("a", git_remote=str(later))
+    assert a.repo.count() == 0
+    for path in ("/events", "/events/1", "/venues", "/categories"):
+        r = a.admin.get(path)
+        assert r.status_code == 503, (path, r.get_json())
+        assert r.get_json()["code"] == "calendar-not-ready"
+    assert a.create("Too early").status_code == 503
+    assert a.app.test_client().get("/readyz").status_code == 503
+
+    # the remote appears, with a calendar; the webhook pulls it and the replica serves it
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(later)], check=True)
+    b = instance("b", git_remote=str(later))
+    assert b.create("Served at last").status_code == 201
+    assert a.hook().status_code == 200
+    r = a.admin.get("/events?start_date=2000-01-01")
+    assert r.status_code == 200 and [e["title"] for e in r.get_json()["events"]] == ["Served at last"]
+    assert a.app.test_client().get("/readyz").status_code == 200

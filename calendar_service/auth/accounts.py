@@ -156,6 +156,11 @@ class Accounts:
             self._load()
             return self._users.get(login)
 
+    def id_of_email(self, email: str) -> int | None:
+        """The id of the account with this e-mail address (compared without case), or None."""
+        wanted = (email or "").strip().lower()
+        return next((u.id for u in self.users() if wanted and u.email.lower() == wanted), None) if wanted else None
+
     def by_id(self, user_id: int) -> User | None:
         return next((u for u in self.users() if u.id == user_id), None)
 

@@ -72,7 +72,8 @@ class Snapshot:
                  changed: set[str] | None = None, seniority=None, claims: dict | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
-        self.claims = claims or {}  # path -> the id an unreadable file writes (kept free for it)
+        self.claims = claims or {}
+        self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides

@@ -47,6 +47,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     service.start_pulling()
 
     from calendar_service.http.api import bp, json_response
+    from calendar_service.http.dispatch import PREFIX
     app.register_blueprint(bp)
     from calendar_service.http.docs_ui import ui
     app.register_blueprint(ui)
@@ -116,6 +117,18 @@ def create_app(test_config: dict | None = None) -> Flask:
         if not host_allowed(host, host_patterns):
             raise ApiError("rest_invalid_host", "The Host header names a host this service does not answer for.",
                            BAD_REQUEST)
+
+    @app.before_request
+    def wait_for_content():
+        # a replica that has never reached its remote and holds no commit would serve an empty
+        # calendar as if it were the real one: reads and writes answer 503 until a pull succeeds
+        # (the webhook, which pulls, and the status view stay open)
+        if not request.path.startswith(PREFIX) or request.path.rstrip("/") in (PREFIX + "/hooks/git", PREFIX + "/status"):
+            return None
+        if service.waiting_for_content():
+            raise ApiError("calendar-not-ready", "The service is not ready: it has not been able to fetch the "
+                           "calendar from its git remote yet. Try again later.", SERVICE_UNAVAILABLE)
+        return None
 
     @app.before_request
     def limit_body():

@@ -9,7 +9,9 @@ protected venue or organizer is left out.
 Mapping (README "iCalendar feeds"): UID ``<id>@<site host>``, stable for the event's life;
 DTSTAMP and LAST-MODIFIED the record's ``modified_utc`` (there is no METHOD, so DTSTAMP is
 when the information was last revised, RFC 5545 3.8.7.2, which also keeps the output of a
-commit byte-for-byte stable); events in an IANA zone carry TZID and one VTIMEZONE per zone
+commit byte-for-byte stable; the catalog takes it from git when a commit changed the file
+without stamping it); SEQUENCE the seconds from 2000-01-01 UTC to that time, so it grows
+with every change and is the same on every replica; events in an IANA zone carry TZID and one VTIMEZONE per zone
 used, covering the events' dates; events in ``UTC`` or a ``UTC+5`` offset are written in
 UTC; all-day events are VALUE=DATE with the exclusive end day.
 """
@@ -51,6 +53,15 @@ def _utc(text_value) -> datetime | None:
         return dates.read_local(text_value, timezone.utc) if text_value else None
     except ValueError:
         return None
+
+
+SEQUENCE_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+def sequence(modified: datetime) -> int:
+    """The SEQUENCE of an event last modified at ``modified``: seconds since 2000-01-01 UTC (0
+    before), which only grows as the event changes and fits RFC 5545's integer until 2068."""
+    return max(0, int((modified - SEQUENCE_EPOCH).total_seconds()))
 
 
 def tzid_zone(tz) -> ZoneInfo | None:
@@ -184,6 +195,7 @@ class IcalPresenter:
         if created is not None:
             ev.add("created", created)
         ev.add("last-modified", modified)
+        ev.add("sequence", sequence(modified))
         ev.add("url", self.urls.permalink(EVENTS, record.slug))
         ev.add("status", STATUS.get(record.status, "CONFIRMED"))
         ev.add("class", "PRIVATE" if record.status == "private" else ("PUBLIC" if open_ else "CONFIDENTIAL"))

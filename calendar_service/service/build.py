@@ -46,7 +46,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     try:
         open_repository(store, settings)
         accounts = Accounts(settings.users_file, Limits.from_settings(settings))
-        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE)
+        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email)
         index = SearchIndex(settings.index_dir, settings.tz)
     except BaseException:
         store.close()

@@ -350,6 +350,11 @@ class CalendarService:
                         for p in snapshot.problems],
         }
 
+    def waiting_for_content(self) -> bool:
+        """True while a replica with a remote has neither pulled successfully since the start nor
+        any commit of its own: it has nothing to serve yet (an empty calendar would be wrong)."""
+        return self.has_remote and not self.store.synced and self.store.head() is None
+
     def ready(self) -> tuple[bool, str]:
         """Whether a load balancer may send requests here, and why not: with a remote, a pull must
         have succeeded since the start; the search index must reflect the branch head."""

@@ -20,6 +20,7 @@ from calendar_service.domain import records
 from calendar_service.domain.records import Problem, Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.history import FileDates
 from calendar_service.storage.objects import blob_sha
 from calendar_service.storage.store import GitStore
 
@@ -117,8 +118,9 @@ class Catalog:
     only files that changed since.
     """
 
-    def __init__(self, store: GitStore, cache_file: Path | None = None):
+    def __init__(self, store: GitStore, cache_file: Path | None = None, author_of=None):
         self.store = store
+        self.author_of = author_of  # e-mail -> account id or None: the author of a file written without one
         self.cache_file = Path(cache_file) if cache_file else None
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
@@ -141,7 +143,7 @@ class Catalog:
 
     def _write_cache(self, snapshot: "Snapshot") -> None:
         """Save the parsed records of ``snapshot`` (best effort: a failure is only logged)."""
-        files = {path: (blob, record.data if record is not None else None,
+        files = {path: (blob, record.file_data() if record is not None else None,
                         tuple((p.path, p.line, p.message, p.severity) for p in problems))
                  for path, (blob, record, problems) in snapshot.files.items()}
         try:
@@ -222,14 +224,53 @@ class Catalog:
                 if problem.severity == "error":
                     log.warning("skipping %s", problem)
             files[path] = (blob, record, tuple(problems))
+        file_dates = self._file_dates(previous, head, changed)
+        for path, blob in changed.items():
+            entry = files.get(path) if blob is not None else None
+            facts = file_dates.get(path)
+            if entry is not None and entry[1] is not None and facts is not None:
+                records.apply_history(entry[1], *facts, author_of=self.author_of)
+
         def seniority(paths):
             return entry_order(self.store, head, paths)
 
         if previous.commit is None:
             snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
+            snapshot.file_dates = file_dates
             parsed = len(changed) - len(hits)
             if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot
-        return Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
+        snapshot = Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
+        snapshot.file_dates = file_dates
+        return snapshot
+
+    def _file_dates(self, previous: Snapshot, head: str, changed: dict) -> dict:
+        """path -> FileDates of every file at ``head``, derived from ``previous``'s for the paths
+        that did not change: one ``git log`` of the content folders at a cold start; after that
+        only the commits between the two heads are looked at (none read when ``head`` is one
+        commit on top of ``previous``, as after an API write)."""
+        if previous.commit is None:
+            return self.store.change_dates(head)
+        before = previous.file_dates
+        dates = {path: facts for path, facts in before.items() if path not in changed}
+        present = [path for path, blob in changed.items() if blob is not None]
+        if not present:
+            return dates
+        facts = self.store.commit_facts(head)
+        if facts is not None and facts[0] == [previous.commit]:
+            _, when, email = facts
+            found = {path: FileDates(when, when, email, True) for path in present}
+        else:
+            found = self.store.change_dates(head, since=previous.commit, paths=present)
+            missing = [path for path in present if path not in found]
+            if missing:  # the head is not ahead of the previous one (an older commit, rewritten history)
+                found.update(self.store.change_dates(head, paths=missing))
+                for path in missing:
+                    if path in found:
+                        dates[path] = found.pop(path)
+        for path, new in found.items():
+            old = before.get(path)
+            dates[path] = new if old is None or path not in previous.files else FileDates(new.changed, old.added, old.email, False)
+        return dates

@@ -3,13 +3,25 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import git
 
 from calendar_service.storage import readers
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, MAX_PATH_ARGUMENTS, SHA, Git
 from calendar_service.storage.objects import ObjectStore, blob_sha
+
+
+
+class FileDates(NamedTuple):
+    """When a file last changed (committer time, epoch seconds) and when and by whom (the
+    author's e-mail) it was added."""
+
+    changed: int
+    added: int
+    email: str
+    once: bool  # the file was added by the commit that last changed it
+
 
 COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reader may give
 
@@ -105,6 +117,50 @@ class History:
         out = self._run("log", "-z", "--raw", "--no-renames", "--no-abbrev", readers.LOG_FORMAT, span,
                         "--", folder + "/")
         return readers.log_entries(out)
+
+    def change_dates(self, head: str, since: str | None = None, paths=None) -> dict[str, "FileDates"]:
+        """path -> FileDates of the files under the content folders (or of ``paths``) that the
+        commits up to ``head`` (after ``since`` if given) added or changed, in one ``git log``:
+        ``changed`` the committer time of the newest such commit, ``added``/``email`` the time and
+        author e-mail of the oldest (the adding commit when the span reaches back to it), ``once``
+        when they are the same commit. Commits are walked newest first (git's order)."""
+        span = f"{since}..{head}" if since else head
+        if paths is not None:
+            paths = sorted(paths)
+            if not paths:
+                return {}
+        limit = paths if paths is not None and len(paths) <= MAX_PATH_ARGUMENTS else CONTENT_FOLDERS
+        out = self._run("-c", "core.quotepath=off", "log", "--no-renames", "--diff-filter=AM", "--name-only",
+                        "--format=%x00%ct %ae", span, "--", *limit).decode("utf-8", "replace")
+        wanted = set(paths) if paths is not None else None
+        found: dict[str, FileDates] = {}
+        for chunk in out.split("\0")[1:]:
+            lines = chunk.strip("\n").split("\n")
+            when, _, email = lines[0].partition(" ")
+            when = int(when or 0)
+            for path in lines[1:]:
+                if not path or (wanted is not None and path not in wanted):
+                    continue
+                seen = found.get(path)
+                found[path] = FileDates(seen.changed, when, email, False) if seen else FileDates(when, when, email, True)
+        return found
+
+    def commit_facts(self, commit: str) -> tuple[list[str], int, str] | None:
+        """(parents, committer time, author e-mail) of ``commit``, read in process; None if unknown."""
+        raw = self.read_object(commit)
+        if raw is None:
+            return None
+        parents, when, email = [], 0, ""
+        for line in raw.split(b"\n\n", 1)[0].decode("utf-8", "replace").split("\n"):
+            key, _, value = line.partition(" ")
+            if key == "parent":
+                parents.append(value.strip())
+            elif key == "author":
+                email = value[value.rfind("<") + 1:value.rfind(">")] if "<" in value else ""
+            elif key == "committer":
+                parts = value.rsplit(" ", 2)
+                when = int(parts[1]) if len(parts) == 3 and parts[1].lstrip("-").isdigit() else 0
+        return parents, when, email
 
     def clashes(self, base: str | None, head: str | None, changes: dict[str, bytes | None]) -> list[str]:
         """Paths of ``changes`` (computed against ``base``) whose file existed at ``base`` and

@@ -139,6 +139,15 @@ class GitStore:
                     found[path] = (commit, email, int(when or 0))
         return found
 
+    def change_dates(self, head: str, since: str | None = None, paths=None) -> dict:
+        """path -> FileDates (last change, adding commit's time and author e-mail) of the content
+        files the commits up to ``head`` (after ``since``) touched; one ``git log``."""
+        return self._history.change_dates(head, since, paths)
+
+    def commit_facts(self, commit: str) -> tuple[list[str], int, str] | None:
+        """(parents, committer time, author e-mail) of ``commit``, read in process."""
+        return self._history.commit_facts(commit)
+
     def changed_files(self, old: str, new: str) -> dict[str, str | None]:
         """Paths under the content folders that differ between two commits: path -> new blob or None."""
         return {path: c.new_sha for path, c in self._history.diff_tree(old, new).items()}
