@@ -1235,15 +1235,18 @@ def scan_ids(app, params=None, role=None) -> list[int]:
 
 
 def test_numeric_reference_is_not_matched_against_a_digit_slug(cal_index):
+    """An integer in a file is an id, a string a slug: ``2025`` is the id 2025, ``'2025'`` the slug."""
     cal = cal_index
     c, d = cal.content, utc_today()
     year = c.tag("2025", "2025")
     tagged = c.event(at(d + timedelta(days=1), 10), tags=[year])
-    dangling = c.event(at(d + timedelta(days=2), 10), tags=["2025"])       # YAML/records read this as id 2025
+    by_slug = c.event(at(d + timedelta(days=2), 10), tags=["2025"])       # written quoted: the slug 2025
+    dangling = c.event(at(d + timedelta(days=3), 10), tags=[2025])        # an integer: the id 2025, none has it
     cal.commit()
     assert cal.client().get(f"/events/{dangling}").get_json()["tags"] == []
-    assert scan_ids(cal.app, {"tags": year}) == [tagged]
-    assert cal.ids({"tags": year}) == [tagged]
+    assert [t["id"] for t in cal.client().get(f"/events/{by_slug}").get_json()["tags"]] == [year]
+    assert scan_ids(cal.app, {"tags": year}) == [tagged, by_slug]
+    assert cal.ids({"tags": year}) == [tagged, by_slug]
 
 
 def test_two_files_with_one_id_in_one_commit_are_both_listed(cal_index):

@@ -223,6 +223,7 @@ class _Linked:
     data: dict
     new_id: int | None = None
     reused: bool = False
+    slug: str | None = None   # the slug its file has (the one files refer to it by)
 
 
 class _Planner:
@@ -429,24 +430,31 @@ class _Planner:
         out: dict[str, bytes] = {}
         result.created = {name: 0 for name in RESOURCES}
         result.reused = dict(result.created)
-        originals = {(l.resource.name, l.original_id): l.new_id for l in self.linked.values() if l.original_id}
+        # files refer to records by slug: every slug is settled before any file is written
+        for linked in self.linked.values():
+            if linked.reused:
+                linked.slug = self.snapshot.get(linked.resource, linked.new_id).slug
+            else:
+                linked.slug = self._slug(linked.resource, linked.data.get("slug"),
+                                         linked.data[linked.resource.title_key], linked.new_id)
+        originals = {(l.resource.name, l.original_id): l.slug for l in self.linked.values() if l.original_id}
         for linked in self.linked.values():
             resource = linked.resource
             if linked.reused:
                 result.reused[resource.name] += 1
                 continue
-            data = {"id": linked.new_id, **linked.data}
-            data["slug"] = self._slug(resource, data.get("slug"), data[resource.title_key], linked.new_id)
+            data = {"id": linked.new_id, **linked.data, "slug": linked.slug}
             if resource is CATEGORIES and data.get("parent"):
                 parent = data["parent"]
+                existing = self.snapshot.get(CATEGORIES, parent)
                 data["parent"] = originals.get((CATEGORIES.name, parent)) or (
-                    parent if self.snapshot.get(CATEGORIES, parent) is not None else None)
+                    existing.slug if existing is not None else None)
             out[records.path_for(resource, data["slug"])] = records.dump(resource, data)
             result.created[resource.name] += 1
         for _, data, refs in self.events:
             data["slug"] = self._slug(EVENTS, data.get("slug"), data["title"], data["id"])
             for key, linked_list in refs.items():
-                data[key] = list(dict.fromkeys(l.new_id for l in linked_list)) or None
+                data[key] = list(dict.fromkeys(l.slug for l in linked_list)) or None
             out[records.path_for(EVENTS, data["slug"])] = records.dump(EVENTS, data)
             result.created[EVENTS.name] += 1
         return out

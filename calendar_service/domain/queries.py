@@ -292,7 +292,7 @@ def terms(snapshot: Snapshot, resource: Resource, q: TermQuery, count) -> Page:
             continue
         if q.slug is not None and record.slug != q.slug:
             continue
-        if q.parent is not None and (record.data.get("parent") or 0) != q.parent:
+        if q.parent is not None and snapshot.parent_id(record) != q.parent:
             continue
         if post_terms is not None and record.id not in post_terms:
             continue

@@ -306,9 +306,39 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
             problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+    if resource is RESOURCES["venues"]:
+        problems += _fold_stateprovince(data, path, text)
     if any(p.severity == "error" for p in problems):
         return None, problems
     return Record(resource, data, path), problems
+
+
+US_COUNTRIES = ("", "us", "usa", "united states")
+
+
+def region_key(data: dict) -> str:
+    """The key of a venue that holds its region (the API's ``stateprovince``): ``state`` when the
+    venue has a state and its country is empty or the United States, else ``province``."""
+    us = str(data.get("country") or "").strip().lower() in US_COUNTRIES
+    return "state" if us and (data.get("state") or not data.get("province")) else "province"
+
+
+def _fold_stateprovince(data: dict, path: str, text: str) -> list[Problem]:
+    """A venue's region is written once, as ``state`` or ``province``; an older file's
+    ``stateprovince`` is read as an alias of that key (it fills it when it is empty) and dropped,
+    with a warning when the two differ."""
+    alias = data.pop("stateprovince", None)
+    if alias in (None, ""):
+        return []
+    key = region_key(data)
+    if data.get(key) in (None, ""):
+        data[key] = alias
+        return []
+    if str(data[key]).strip() != str(alias).strip():
+        return [Problem(path, _line_of(text, "stateprovince"),
+                        f"stateprovince {alias!r} differs from {key} {data[key]!r}: the service serves "
+                        f"{key}; remove stateprovince", "warning")]
+    return []
 
 
 def _split_front_matter(text: str) -> tuple[str, str, int] | None:
@@ -412,10 +442,13 @@ def _coerce(kind: str, value):
         for item in items:
             if isinstance(item, bool) or isinstance(item, (dict, list, float)):
                 raise TypeError
-            if isinstance(item, str) and item.strip().isdigit():
-                item = int(item)
-            out.append(item)
+            # an integer is an id, a string a slug (a slug of digits only is written quoted: '2024')
+            out.append(item.strip() if isinstance(item, str) else item)
         return out
+    if kind == "ref":
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TypeError
+        return value.strip() if isinstance(value, str) else value
     if kind == "cost":
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return value

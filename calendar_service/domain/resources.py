@@ -70,6 +70,7 @@ TYPE_NAMES = {
     "bool": "true or false",
     "datetime": "a date and time 'YYYY-MM-DD HH:MM:SS'",
     "refs": "a list of ids or slugs",
+    "ref": "an id or a slug",
     "cost": "a string, a number or a list of them",
     "float": "a number",
     "image": "an image URL",
@@ -127,7 +128,7 @@ ORGANIZERS = Resource(
 CATEGORIES = Resource(
     name="categories", singular="category", kind="term", extension=".yaml", title_key="name",
     file_keys=("id", "name", "slug", "description", "parent"),
-    types={"id": "int", "name": "str", "slug": "str", "description": "text", "parent": "int"},
+    types={"id": "int", "name": "str", "slug": "str", "description": "text", "parent": "ref"},
     taxonomy="tribe_events_cat",
     permalink="/events/category/{slug}/",
 )

@@ -20,7 +20,7 @@ REF_KEYS = tuple(EVENT_REFERENCES)
 def ref_term(ref) -> str:
     """How an event file's reference is keyed: ``#12`` for an id, ``s:slug`` for a slug.
 
-    A digits-only string is an id (the loader turns it into an int), never a slug.
+    An integer in a file is an id, a string a slug (``'2024'``, quoted, is the slug 2024).
     """
     return f"#{ref}" if isinstance(ref, int) else f"s:{ref}"
 
@@ -240,10 +240,17 @@ class Snapshot:
         if isinstance(ref, int):
             return self.by_id[resource.name].get(ref)
         if isinstance(ref, str):
-            if ref.isdigit():
-                return self.by_id[resource.name].get(int(ref))
             return self.by_slug[resource.name].get(ref)
         return None
+
+    def parent_id(self, category: Record) -> int:
+        """The id of a category's ``parent`` (written as a slug, or an id), 0 for none; a slug no
+        category has is 0, an id is given as written."""
+        parent = category.data.get("parent")
+        if isinstance(parent, str):
+            record = self.by_slug[category.resource.name].get(parent)
+            return record.id if record is not None else 0
+        return parent or 0
 
     def refs(self, event: Record, key: str) -> list[Record]:
         """The records an event's ``key`` (categories, tags, venue, organizer) points at, in order."""
@@ -289,10 +296,12 @@ class Snapshot:
             parent = category.data.get("parent")
             if parent in (None, 0, ""):
                 continue
-            if parent == category.id:
+            found_parent = self.resolve(category.resource, parent)
+            if found_parent is category:
                 found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
-            elif not isinstance(parent, int) or self.get(category.resource, parent) is None:
-                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the id {parent!r}"))
+            elif found_parent is None:
+                kind = "id" if isinstance(parent, int) else "slug"
+                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the {kind} {parent!r}"))
         return found
 
     def next_id(self, resource: Resource) -> int:

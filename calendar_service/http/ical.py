@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
 
-from calendar_service.domain import dates, permissions
+from calendar_service.domain import dates, permissions, records
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.presenters import Urls
@@ -238,7 +238,7 @@ class IcalPresenter:
         if not venues:
             return
         venue = venues[0].data
-        region = venue.get("stateprovince") or venue.get("state") or venue.get("province")
+        region = venue.get(records.region_key(venue))
         parts = [venues[0].title, venue.get("address"), venue.get("city"), region, venue.get("zip"), venue.get("country")]
         parts = [str(p).strip() for p in parts if p not in (None, "") and str(p).strip()]
         ev.add("location", ", ".join(dict.fromkeys(parts)))

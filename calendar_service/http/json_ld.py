@@ -1,7 +1,7 @@
 """JSON-LD (schema.org) of single reads, as the original embeds it under ``json_ld``."""
 from __future__ import annotations
 
-from calendar_service.domain import text
+from calendar_service.domain import records, text
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import ORGANIZERS, VENUES
 
@@ -57,7 +57,7 @@ def venue_ld(record: Record, urls) -> dict:
             "@type": "PostalAddress",
             "streetAddress": data.get("address") or "",
             "addressLocality": data.get("city") or "",
-            "addressRegion": data.get("stateprovince") or data.get("state") or data.get("province") or "",
+            "addressRegion": data.get(records.region_key(data)) or "",
             "postalCode": data.get("zip") or "",
             "addressCountry": data.get("country") or "",
         },

@@ -12,7 +12,7 @@ from datetime import timezone
 from urllib.parse import urlsplit
 
 from calendar_service.http import json_ld
-from calendar_service.domain import dates, permissions
+from calendar_service.domain import dates, permissions, records
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
@@ -282,8 +282,10 @@ class Presenter:
             "slug": record.slug,
             "image": self._image(data.get("image")),
         }
-        for key in ("address", "city", "country", "province", "state", "zip", "phone", "website", "stateprovince"):
+        for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):
             out[key] = "" if data.get(key) is None else str(data[key])
+        region = data.get(records.region_key(data))  # written once, as state or province
+        out["stateprovince"] = "" if region is None else str(region)
         if data.get("geo_lat") is not None and data.get("geo_lng") is not None:
             out["geo_lat"] = data["geo_lat"]
             out["geo_lng"] = data["geo_lng"]
@@ -326,8 +328,8 @@ class Presenter:
     def _term_urls(self, record: Record) -> dict:
         name = record.resource.name
         urls = {"self": self.urls.rest(name, record.id), "collection": self.urls.rest(name)}
-        parent = record.data.get("parent") or 0
-        if record.resource is CATEGORIES and parent:
+        parent = self.snapshot.parent_id(record) if record.resource is CATEGORIES else 0
+        if parent:
             urls["up"] = self.urls.rest(name, parent)
         return urls
 
@@ -343,7 +345,7 @@ class Presenter:
             "taxonomy": record.resource.taxonomy,
         }
         if record.resource is CATEGORIES:
-            out["parent"] = data.get("parent") or 0
+            out["parent"] = self.snapshot.parent_id(record)
         out["meta"] = []
         out["url"] = self.urls.permalink(record.resource, record.slug)
         out["urls"] = self._term_urls(record)
@@ -359,7 +361,7 @@ class Presenter:
             "term_taxonomy_id": record.id,
             "taxonomy": record.resource.taxonomy,
             "description": data.get("description") or "",
-            "parent": data.get("parent") or 0,
+            "parent": self.snapshot.parent_id(record) if record.resource is CATEGORIES else 0,
             "count": self.term_count(record),
             "filter": "raw",
             "id": record.id,

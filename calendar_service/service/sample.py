@@ -95,7 +95,7 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
             data = {"id": next_term_id, "name": item["name"], "slug": slug,
                     "description": item.get("description") or None}
             if item.get("parent"):
-                data["parent"] = term_ids[(resource.name, item["parent"])]
+                data["parent"] = item["parent"]  # references are written as slugs
             term_ids[(resource.name, slug)] = next_term_id
             next_term_id += 1
             add(resource, data)
@@ -106,8 +106,7 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
             data = {"id": next_post_id, resource.title_key: title, "slug": slug, "status": "publish", "author": 1,
                     "date_utc": created, "modified_utc": created, **item}
             if resource is VENUES:
-                data.update(show_map=True, show_map_link=True,
-                            stateprovince=item.get("state") or item.get("province"))
+                data.update(show_map=True, show_map_link=True)
             post_ids[(resource.name, slug)] = next_post_id
             next_post_id += 1
             add(resource, data)
@@ -128,10 +127,10 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
             "start_date": dates.fmt(start), "end_date": dates.fmt(end),
             "timezone": extra.pop("timezone", site_timezone),
             "show_map": True, "show_map_link": True,
-            "categories": [term_ids[("categories", c)] for c in categories],
-            "tags": [term_ids[("tags", t)] for t in tags],
-            "venue": [post_ids[("venues", venue)]],
-            "organizer": [post_ids[("organizers", o)] for o in organizers],
+            "categories": [c for c in categories if ("categories", c) in term_ids],
+            "tags": [t for t in tags if ("tags", t) in term_ids],
+            "venue": [venue] if ("venues", venue) in post_ids else [],
+            "organizer": [o for o in organizers if ("organizers", o) in post_ids],
             "description": f"{title} at the {venue.replace('-', ' ').title()}.\n\nAll welcome.",
             **extra,
         }
@@ -151,8 +150,8 @@ def seed(store: GitStore, site_timezone: str, tz) -> str:
         "# Calendar content\n\n"
         "Each record is one file: `events/<slug>.md` (YAML front matter, then the description),\n"
         "`venues/`, `organizers/`, `categories/` and `tags/` hold `<slug>.yaml` files. Keys are the\n"
-        "field names of the calendar API; references to venues, organizers, categories and tags are ids\n"
-        "(slugs are accepted too). Run `python -m calendar_service validate` before you commit.\n"
+        "field names of the calendar API; references to venues, organizers, categories and tags are slugs\n"
+        "(ids are accepted too). Run `python -m calendar_service validate` before you commit.\n"
     ).encode()
     files["README.md"] = readme
     with store.write_lock():

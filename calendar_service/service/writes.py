@@ -135,6 +135,11 @@ def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
     raise errors.invalid_params(reasons)
 
 
+def _stem(path: str) -> str:
+    """The file name of ``path`` without its folder and extension."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
 @dataclass
 class WritePlan:
     """The files one write changes, the ids it hands out, and what its commit message says."""
@@ -170,10 +175,35 @@ class WritePlan:
         used.add(slug)
         return slug
 
+    def slug_ref(self, resource: Resource, ref):
+        """How a file of this write names the record ``ref`` (an id or a slug): by its slug, as
+        planned in this write or in the snapshot; an id no record has is left as it is."""
+        if not isinstance(ref, int):
+            return ref
+        planned = self.records.get((resource.name, ref))
+        if planned is not None:
+            return planned["slug"]
+        record = self.snapshot.get(resource, ref)
+        return record.slug if record is not None else ref
+
     def put(self, resource: Resource, data: dict, old_path: str | None = None) -> None:
         """Plan ``data`` as its file. The file is read back first with the rules ``validate``
-        and the loader use: one that would not read back is a 400 naming the field, never a commit."""
-        path = records.path_for(resource, data["slug"])
+        and the loader use: one that would not read back is a 400 naming the field, never a commit.
+
+        References are written as slugs. The file keeps its name unless it is named after the
+        record's slug and the slug changes (a file renamed by hand keeps the editor's name)."""
+        if resource is EVENTS:
+            for key, target in EVENT_REFERENCES.items():
+                if data.get(key):
+                    data[key] = list(dict.fromkeys(self.slug_ref(target, ref) for ref in data[key]))
+        if resource is CATEGORIES and isinstance(data.get("parent"), int):
+            data["parent"] = self.slug_ref(CATEGORIES, data["parent"])
+        old = self.snapshot.files.get(old_path) if old_path else None
+        old_record = old[1] if old else None
+        if old_record is not None and _stem(old_path) != old_record.slug:
+            path = old_path  # renamed by hand: the file name is the editor's
+        else:
+            path = records.path_for(resource, data["slug"])
         if path != old_path and path in self.snapshot.files:
             # another file is there (one the service may not even read): never write over it
             data["slug"] = self.unique_slug(resource, data["slug"], data["id"])
@@ -220,6 +250,8 @@ class Writer:
             if not plan.changes and _same_but_modified(data, current.data):
                 return f'Update {resource.singular} {record.id}', (resource, record.id)  # nothing to commit
             plan.put(resource, data, old_path=current.path)
+            if data["slug"] != current.slug:
+                relink(plan, current, data["slug"])
             return f'Update {resource.singular} {record.id} "{data[resource.title_key]}"', (resource, record.id)
         return build
 
@@ -356,7 +388,7 @@ class Writer:
             data["password"] = args["password"] or None
 
     def _apply_venue(self, data: dict, args: dict, creating: bool) -> None:
-        for key in ("address", "city", "country", "province", "state", "zip", "phone", "website", "stateprovince"):
+        for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):
             if args.get(key) is not None:
                 data[key] = str(args[key]).strip() or None
         for key in ("show_map", "show_map_link"):
@@ -364,11 +396,12 @@ class Writer:
                 data[key] = parse_bool(args[key], LENIENT) is True
             elif creating:
                 data[key] = True
-        located = any(args.get(k) is not None for k in ("state", "province", "country"))
-        if args.get("stateprovince") in (None, "") and (located or not data.get("stateprovince")):
-            state, province, country = data.get("state"), data.get("province"), (data.get("country") or "").strip()
-            derived = state if state and country.lower() in ("", "us", "usa", "united states") else province
-            data["stateprovince"] = derived or None
+        # the region is written once, as state or province (records.region_key): the API's
+        # stateprovince is derived from it, and one given explicitly is stored there
+        data.pop("stateprovince", None)
+        explicit = str(args.get("stateprovince") or "").strip()
+        if explicit:
+            data[records.region_key(data)] = explicit
 
     def _apply_term(self, plan: WritePlan, resource: Resource, data: dict, args: dict, creating: bool) -> dict:
         snapshot = plan.snapshot
@@ -393,9 +426,18 @@ class Writer:
             plan.slugs.setdefault(resource.name, set()).add(wanted)
         for other in snapshot.all(resource):
             if (other.id != data["id"] and other.title.strip().lower() == data["name"].lower()
-                    and (other.data.get("parent") or 0) == (data.get("parent") or 0)):
+                    and snapshot.parent_id(other) == self._parent_id(plan, data)):
                 raise errors.term_exists(other.id)
         return data
+
+    @staticmethod
+    def _parent_id(plan: WritePlan, data: dict) -> int:
+        """The parent id of category ``data`` (its parent written as an id or a slug), 0 for none."""
+        parent = data.get("parent")
+        if isinstance(parent, str):
+            record = plan.snapshot.get_slug(CATEGORIES, parent)
+            return record.id if record is not None else 0
+        return parent or 0
 
     def _term_ids(self, plan: WritePlan, resource: Resource, items: list) -> list[int]:
         """Ids for a list of term ids and names; unknown names become new terms, unknown ids are skipped."""
@@ -452,7 +494,7 @@ class Writer:
         if term.resource is not CATEGORIES:
             return
         for child in plan.snapshot.all(CATEGORIES):
-            if child.data.get("parent") == term.id:
+            if plan.snapshot.parent_id(child) == term.id:
                 data = dict(child.data)
                 data["parent"] = term.data.get("parent") or None
                 plan.put(CATEGORIES, data, old_path=child.path)
@@ -470,3 +512,29 @@ def unlink(plan: WritePlan, key: str, target: Record) -> None:
         data[key] = kept
         plan.put(EVENTS, data, old_path=event.path)
         plan.notes.append(f"Unlink {target.resource.singular} {target.id} from event {event.id}")
+
+
+def relink(plan: WritePlan, target: Record, new_slug: str) -> None:
+    """After ``target``'s slug changed to ``new_slug``: rewrite every file that names it by its old
+    slug (events' references, child categories' ``parent``) in the same write, so no reference is
+    left dangling. Files that name it by id still point at it and are left alone."""
+    old_slug = target.slug
+    key = REFERENCE_KEYS.get(target.resource.name)
+    if key is not None:
+        for event in plan.snapshot.events_referencing(key, target):
+            if event.path in plan.changes and plan.changes[event.path] is None:
+                continue
+            data = dict(plan.records.get((EVENTS.name, event.id)) or event.data)
+            refs = data.get(key) or []
+            if old_slug not in refs:
+                continue
+            data[key] = [new_slug if ref == old_slug else ref for ref in refs]
+            plan.put(EVENTS, data, old_path=event.path)
+            plan.notes.append(f"Rename {target.resource.singular} {old_slug} to {new_slug} in event {event.id}")
+    if target.resource is CATEGORIES:
+        for child in plan.snapshot.all(CATEGORIES):
+            if child.id != target.id and child.data.get("parent") == old_slug:
+                data = dict(plan.records.get((CATEGORIES.name, child.id)) or child.data)
+                data["parent"] = new_slug
+                plan.put(CATEGORIES, data, old_path=child.path)
+                plan.notes.append(f"Rename category {old_slug} to {new_slug} as the parent of category {child.id}")
