@@ -222,7 +222,8 @@ def test_a_hung_remote_answers_503_within_the_timeout(hung_remote, replica, capl
     elapsed = time.monotonic() - started
     assert r.status_code == 503, r.get_data(as_text=True)
     assert r.headers["Content-Type"].startswith("application/json")
-    assert r.get_json() == {"code": "calendar-remote-unavailable", "message": r.get_json()["message"],
+    # a replica that never reached its remote and holds nothing is not ready: it says so at once
+    assert r.get_json() == {"code": "calendar-not-ready", "message": r.get_json()["message"],
                             "data": {"status": 503}}
     assert elapsed < 8
     assert a.repo.count() == 0 and a.repo.status() == ""

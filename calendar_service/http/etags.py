@@ -32,7 +32,14 @@ def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
     other. Unrelated commits leave it alone; by id and by slug it is the same.
     """
     presenter = Presenter(snapshot, TAG_URLS, call.service.site_tz, call.unlocked, call.user)
-    return etag(encode_json(presenter.present(record, single=True)))
+    if presenter.involves_password(record):  # what it shows depends on the password given
+        return etag(encode_json(presenter.present(record, single=True)))
+    key = ("etag", record.resource.name, record.id, presenter.viewer)
+    tag = snapshot.memo.get(key)
+    if tag is None:  # the same for every caller who sees the same records, until the next commit
+        tag = etag(encode_json(presenter.present(record, single=True)))
+        snapshot.memo[key] = tag
+    return tag
 
 
 def matches(header: str | None, tag: str | None, weak: bool) -> bool:

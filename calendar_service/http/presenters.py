@@ -167,14 +167,21 @@ class Presenter:
         for every host (see ``_STAND_IN``), unless a password-protected record is involved: what
         those show depends on the caller. Callers must not change the returned objects.
         """
-        if self._involves_password(record):
+        if self.involves_password(record):
             return self._build(record, single)
         key = ("present", record.resource.name, record.id, single, self.viewer)
+        # the object for this base URL too: hosts are few (CALENDAR_ALLOWED_HOSTS) and the memo
+        # is bounded, so a repeated read skips putting the URLs in again
+        at_urls = self.snapshot.memo.get(key + (self.urls,))
+        if at_urls is not None:
+            return at_urls
         cached = self.snapshot.memo.get(key)
         if cached is None:
             cached = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
             self.snapshot.memo[key] = cached
-        return _with_urls(cached, self.urls)
+        at_urls = _with_urls(cached, self.urls)
+        self.snapshot.memo[key + (self.urls,)] = at_urls
+        return at_urls
 
     def _build(self, record: Record, single: bool) -> dict:
         resource = record.resource
@@ -186,7 +193,9 @@ class Presenter:
             return self.organizer(record, single)
         return self.term(record)
 
-    def _involves_password(self, record: Record) -> bool:
+    def involves_password(self, record: Record) -> bool:
+        """Whether ``record`` or a record it embeds is password-protected (what it shows then
+        depends on the caller's password)."""
         if record.data.get("password"):
             return True
         if record.resource is EVENTS:

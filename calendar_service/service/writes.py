@@ -20,6 +20,7 @@ from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
 from calendar_service.service import errors
 from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.objects import blob_sha
 
 DATE_CHARS = len("YYYY-MM-DD")               # the date part of a stored "YYYY-MM-DD HH:MM:SS"
 DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event starts and ends at
@@ -186,18 +187,24 @@ class WritePlan:
         record = self.snapshot.get(resource, ref)
         return record.slug if record is not None else ref
 
-    def put(self, resource: Resource, data: dict, old_path: str | None = None) -> None:
-        """Plan ``data`` as its file. The file is read back first with the rules ``validate``
-        and the loader use: one that would not read back is a 400 naming the field, never a commit.
-
-        References are written as slugs. The file keeps its name unless it is named after the
-        record's slug and the slug changes (a file renamed by hand keeps the editor's name)."""
+    def slug_refs(self, resource: Resource, data: dict) -> dict:
+        """``data`` with its references as its file writes them: by slug (see ``slug_ref``)."""
+        data = dict(data)
         if resource is EVENTS:
             for key, target in EVENT_REFERENCES.items():
                 if data.get(key):
                     data[key] = list(dict.fromkeys(self.slug_ref(target, ref) for ref in data[key]))
         if resource is CATEGORIES and isinstance(data.get("parent"), int):
             data["parent"] = self.slug_ref(CATEGORIES, data["parent"])
+        return data
+
+    def put(self, resource: Resource, data: dict, old_path: str | None = None) -> None:
+        """Plan ``data`` as its file. The file is read back first with the rules ``validate``
+        and the loader use: one that would not read back is a 400 naming the field, never a commit.
+
+        References are written as slugs. The file keeps its name unless it is named after the
+        record's slug and the slug changes (a file renamed by hand keeps the editor's name)."""
+        data.update(self.slug_refs(resource, data))
         old = self.snapshot.files.get(old_path) if old_path else None
         old_record = old[1] if old else None
         if old_record is not None and _stem(old_path) != old_record.slug:
@@ -210,10 +217,12 @@ class WritePlan:
             path = records.path_for(resource, data["slug"])
         content = records.dump(resource, data)
         _check_reads_back(resource, path, content)
+        self.records[(resource.name, data["id"])] = data
+        if path == old_path and old is not None and old[0] == blob_sha(content):
+            return  # the file would not change by a byte: nothing to commit for it
         if old_path and old_path != path:
             self.changes[old_path] = None
         self.changes[path] = content
-        self.records[(resource.name, data["id"])] = data
 
     def remove(self, record: Record) -> None:
         self.changes[record.path] = None
@@ -247,7 +256,8 @@ class Writer:
             if current is None:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
             data = self._apply(plan, resource, dict(current.data), args, user, creating=False)
-            if not plan.changes and _same_but_modified(data, current.data):
+            if not plan.changes and _same_but_modified(plan.slug_refs(resource, data),
+                                                       plan.slug_refs(resource, current.data)):
                 return f'Update {resource.singular} {record.id}', (resource, record.id)  # nothing to commit
             plan.put(resource, data, old_path=current.path)
             if data["slug"] != current.slug:
