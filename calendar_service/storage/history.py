@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from typing import Callable, NamedTuple
 
 import git
@@ -29,11 +28,10 @@ COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reade
 class History:
     """Read-only queries on commits. ``run`` runs a git command (raising StoreError)."""
 
-    def __init__(self, run: Callable[..., bytes], git_cmd: Git, objects: ObjectStore, lock: threading.RLock):
+    def __init__(self, run: Callable[..., bytes], git_cmd: Git, objects: ObjectStore):
         self._run = run
         self._git = git_cmd
         self._objects = objects
-        self._lock = lock
 
     def ls_tree(self, commit: str | None, paths=None) -> list[readers.LsEntry]:
         """The entries of ``commit`` (None: none): every file when ``paths`` is None, else those of
@@ -85,14 +83,16 @@ class History:
         return readers.cat_file_batch(out, shas)
 
     def read_object(self, sha: str) -> bytes | None:
-        """The content of one object, read in process (no process per call); None when it does not exist."""
-        with self._lock:
-            try:
-                return self._objects.read(bytes.fromhex(sha))
-            except (ValueError, git.BadObject, git.BadName):
-                return None
-            except Exception:  # a missing object surfaces differently across GitPython versions
-                return None
+        """The content of one object, read in process (no process per call); None when it does not exist.
+
+        Safe without the store's thread lock (the object store guards its own reader), so the
+        catalog may call it while a writer holds that lock and waits for the catalog."""
+        try:
+            return self._objects.read(bytes.fromhex(sha))
+        except (ValueError, git.BadObject, git.BadName):
+            return None
+        except Exception:  # a missing object surfaces differently across GitPython versions
+            return None
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether ``older`` is ``newer`` or one of its ancestors."""

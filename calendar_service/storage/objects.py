@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 import time
+import threading
 import zlib
 from pathlib import Path
 
@@ -143,29 +144,35 @@ class Tree:
 class ObjectStore:
     """Reads objects through GitPython, writes loose objects, trees and commits itself.
 
-    Not thread-safe: callers hold the store's thread lock.
+    Reading one object is safe from any thread (GitPython's ``cat-file`` helper is guarded by
+    a lock of its own, always the innermost one taken, so readers never wait for a writer's
+    whole commit). Writing trees and commits is not: writers hold the store's thread lock.
     """
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self._repo: git.Repo | None = None
         self._trees: dict[bytes, Tree] = {}
+        self._io = threading.RLock()
 
     def close(self) -> None:
         """Release the git helper processes GitPython keeps per Repo."""
-        if self._repo is not None:
-            self._repo.close()
-            self._repo = None
+        with self._io:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
 
     def read(self, sha: bytes) -> bytes:
         """The content of the object ``sha`` (binary id). Raises what GitPython raises when it is missing."""
-        return self._open().odb.stream(sha).read()
+        with self._io:
+            return self._open().odb.stream(sha).read()
 
     def _open(self) -> git.Repo:
         """GitPython's Repo, opened on first use."""
-        if self._repo is None:
-            self._repo = git.Repo(self.root)
-        return self._repo
+        with self._io:
+            if self._repo is None:
+                self._repo = git.Repo(self.root)
+            return self._repo
 
     def store(self, kind: bytes, data: bytes) -> bytes:
         """Write the object (a loose object, unless it exists); returns its binary id."""

@@ -56,7 +56,7 @@ class GitStore:
         self._objects = ObjectStore(self.root)
         # collaborators run git through self._git and write files through self._sync_worktree,
         # bound here so that a subclass (a test simulating a killed process) can intercept them
-        self._history = History(self._git, self._gitcmd, self._objects, self._thread_lock)
+        self._history = History(self._git, self._gitcmd, self._objects)
         self._journal = Journal(self.git_dir)
         self._recovery = Recovery(self.root, self.git_dir, branch, self._git, self._history, self._journal,
                                   self.head, self._sync_worktree)
