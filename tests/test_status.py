@@ -97,3 +97,33 @@ def test_a_refused_commit_is_logged_once(instance, bare, caplog):  # noqa: F811
     assert a.create("During").status_code == 201
     refusals = [r for r in caplog.records if commit in r.getMessage()]
     assert len(refusals) == 1 and "README.md" in refusals[0].getMessage()
+
+
+def test_status_lists_files_waiting_for_an_id(instance, bare, tmp_path):  # noqa: F811
+    """An editor's file without id is served once the service's id commit lands; while the
+    remote refuses that commit, the file is not served and the status view names it."""
+    from test_remote import editor_clone
+    a = instance("a")
+    assert a.create("Seed").status_code == 201
+    editor = editor_clone(bare, tmp_path / "editor")
+    (tmp_path / "editor" / "events" / "no-id-yet.md").write_text(
+        "---\ntitle: No id yet\nslug: no-id-yet\nstatus: publish\nstart_date: 2030-05-01 10:00:00\n"
+        "end_date: 2030-05-01 11:00:00\n---\nText.\n", encoding="utf-8")
+    editor("add", "-A")
+    editor("-c", "user.name=Ed", "-c", "user.email=ed@example.org", "commit", "-q", "-m", "An event without id")
+    editor("push", "-q", "origin", "main")
+    hook = bare / "hooks" / "pre-receive"  # the remote now refuses every push (a protected branch)
+    hook.write_text("#!/bin/sh\necho 'the branch is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    assert a.hook().status_code == 200
+    status = a.admin.get("/status").get_json()
+    assert status["waiting_for_id"] == ["events/no-id-yet.md"]
+    titles = [e["title"] for e in a.admin.get("/events?start_date=2000-01-01&end_date=2040-01-01").get_json()["events"]]
+    assert titles == ["Seed"]
+    hook.unlink()  # the remote takes pushes again: the next head gets its ids
+    editor("commit", "-q", "--allow-empty", "-m", "poke")
+    editor("push", "-q", "origin", "main")
+    assert a.hook().status_code == 200
+    assert a.admin.get("/status").get_json()["waiting_for_id"] == []
+    titles = [e["title"] for e in a.admin.get("/events?start_date=2000-01-01&end_date=2040-01-01").get_json()["events"]]
+    assert sorted(titles) == ["No id yet", "Seed"]

@@ -348,6 +348,9 @@ class CalendarService:
             "index": {"commit": indexed, "behind": self.index is not None and indexed != snapshot.commit},
             "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
                         for p in snapshot.problems],
+            # files not served until the service's id commit lands (see ``ids``)
+            "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
+                                     | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
         }
 
     def waiting_for_content(self) -> bool:
