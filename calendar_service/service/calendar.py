@@ -18,7 +18,6 @@ import logging
 import random
 import threading
 import time
-from datetime import datetime, timezone
 
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
@@ -28,6 +27,7 @@ from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resour
 from calendar_service.index import search
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import errors, ids, trash
+from calendar_service.service.status import view as status_view
 from calendar_service.service.history import History
 from calendar_service.service.sync import RemoteSync
 from calendar_service.service.writes import LinkedValueError, WritePlan, Writer, parse_linked, parse_term_list
@@ -326,32 +326,8 @@ class CalendarService:
         return self.store.head()
 
     def status(self) -> dict:
-        """What operators need to know: the branch head, the remote (without credentials), the last
-        pull and a refused commit, the search index's commit, and the problems of files skipped
-        or read with warnings at the head (path, line, message)."""
-        snapshot = self.snapshot()
-        refused = self.store.refused
-        last = self.store.last_pull
-        indexed = (self.index.state() or {}).get("commit") if self.index is not None else None
-        return {
-            "head": snapshot.commit,
-            "branch": self.settings.branch,
-            "remote": {
-                "url": self.store.remote_display if self.has_remote else None,
-                "branch": self.settings.git_remote_branch if self.has_remote else None,
-                "last_pull": None if last is None else {
-                    "time": datetime.fromtimestamp(last["time"], timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "result": last["result"]},
-                "refused": None if refused is None else {"commit": refused.commit, "path": refused.path,
-                                                         "reason": refused.reason},
-            },
-            "index": {"commit": indexed, "behind": self.index is not None and indexed != snapshot.commit},
-            "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
-                        for p in snapshot.problems],
-            # files not served until the service's id commit lands (see ``ids``)
-            "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
-                                     | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
-        }
+        """What operators need to know about this service (see ``status.view``)."""
+        return status_view(self.settings, self.store, self.snapshot(), self.index, self.has_remote)
 
     def waiting_for_content(self) -> bool:
         """True while a replica with a remote has neither pulled successfully since the start nor
