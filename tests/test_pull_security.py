@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Client
-from test_remote import bare, instance, remote, remote_url  # noqa: F401  (fixtures)
+from test_remote import bare, instance, instances, remote, remote_url  # noqa: F401  (fixtures)
 
 ADMIN_ONLY_STATUS = "/status"
 

@@ -75,23 +75,30 @@ def remote(bare) -> Git:
 
 
 @pytest.fixture
-def instance(tmp_path, users_template, remote_url):
-    """``instance("a")`` -> a service on its own content directory, following the remote over git://."""
+def instances(tmp_path, users_template):
+    """``instances("a", url)`` -> a service on its own content directory following the remote
+    ``url``; every one built is closed at the end of the test."""
     built = []
 
-    def build(name: str, **overrides) -> Instance:
+    def build(name: str, url: str, **overrides) -> Instance:
         users = tmp_path / f"users-{name}.yaml"
         shutil.copy(users_template, users)
         config = {"content_dir": tmp_path / f"content-{name}", "index_dir": tmp_path / f"index-{name}",
                   "users_file": users, "seed_sample": False, "site_timezone": "UTC",
-                  "git_remote": remote_url, "pull_interval": 0, "webhook_secret": SECRET, **overrides}
+                  "git_remote": url, "pull_interval": 0, "webhook_secret": SECRET, **overrides}
         made = Instance(create_app(config))
         built.append(made)
         return made
 
     yield build
     for made in built:
-        made.service.stop_pulling()
+        made.service.close()
+
+
+@pytest.fixture
+def instance(instances, remote_url):
+    """``instance("a")`` -> a service on its own content directory, following the remote over git://."""
+    return lambda name, **overrides: instances(name, remote_url, **overrides)
 
 
 def remote_events(remote: Git) -> dict[str, dict]:

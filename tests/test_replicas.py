@@ -7,7 +7,6 @@ directories) push to it and pull from it, an editor works in a plain clone. Noth
 """
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
@@ -18,11 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calendar_service import create_app
 from calendar_service.config import Settings
 from conftest import PASSWORDS, Client, Git
-from servers import Server, free_port, git_daemon
-from test_remote import EDITOR, SECRET, Instance
+from servers import Server, git_daemon
+from test_remote import Instance, instances  # noqa: F401  (fixture)
 
 PER_REPLICA = 25  # concurrent creates sent to each replica
 
@@ -40,23 +38,9 @@ def daemon(tmp_path):
 
 
 @pytest.fixture
-def replica(tmp_path, users_template):
+def replica(instances):
     """``replica("a", url)`` -> a service instance following the remote ``url``."""
-    built = []
-
-    def build(name: str, url: str, **overrides) -> Instance:
-        users = tmp_path / f"users-{name}.yaml"
-        shutil.copy(users_template, users)
-        config = {"content_dir": tmp_path / f"content-{name}", "index_dir": tmp_path / f"index-{name}",
-                  "users_file": users, "seed_sample": False, "site_timezone": "UTC",
-                  "git_remote": url, "pull_interval": 0, "webhook_secret": SECRET, **overrides}
-        made = Instance(create_app(config))
-        built.append(made)
-        return made
-
-    yield build
-    for made in built:
-        made.service.close()
+    return instances
 
 
 def remote_titles(bare: Path) -> list[str]:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from test_pull_security import Crafter, _git  # noqa: F401
-from test_remote import bare, instance, remote, remote_url  # noqa: F401  (fixtures)
+from test_remote import bare, instance, instances, remote, remote_url  # noqa: F401  (fixtures)
 
 
 def test_healthz_and_readyz(instance):  # noqa: F811
