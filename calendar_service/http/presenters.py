@@ -170,17 +170,16 @@ class Presenter:
         if self.involves_password(record):
             return self._build(record, single)
         key = ("present", record.resource.name, record.id, single, self.viewer)
-        # the object for this base URL too: hosts are few (CALENDAR_ALLOWED_HOSTS) and the memo
-        # is bounded, so a repeated read skips putting the URLs in again
-        at_urls = self.snapshot.memo.get(key + (self.urls,))
-        if at_urls is not None:
-            return at_urls
-        cached = self.snapshot.memo.get(key)
-        if cached is None:
-            cached = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-            self.snapshot.memo[key] = cached
+        # (the object with stand-in URLs, the base URL last asked, the object for it): a repeated
+        # read from the same host skips putting the URLs in again, and an entry never holds more
+        # than two objects however many hosts ask
+        entry = self.snapshot.memo.get(key)
+        if entry is not None and entry[1] == self.urls:
+            return entry[2]
+        cached = entry[0] if entry is not None else Presenter(
+            self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
         at_urls = _with_urls(cached, self.urls)
-        self.snapshot.memo[key + (self.urls,)] = at_urls
+        self.snapshot.memo[key] = (cached, self.urls, at_urls)
         return at_urls
 
     def _build(self, record: Record, single: bool) -> dict:
