@@ -23,7 +23,8 @@ from calendar_service.http.arguments import NO_DEFAULT
 from calendar_service.http.call import Call, json_response, service
 from calendar_service.http.handlers import HANDLERS
 from calendar_service.http.handlers.hooks import check_signature
-from calendar_service.http.params import CHECKS, CheckContext, Invalid, check_text, coerce, depth, php_nested
+from calendar_service.http.form import php_nested
+from calendar_service.http.params import CheckContext, Invalid, check_value, depth
 from calendar_service.http.presenters import Urls
 from calendar_service.http.routes import NAMESPACE, Endpoint, match
 from calendar_service.service.calendar import CalendarService
@@ -129,11 +130,7 @@ def validate(endpoint: Endpoint, raw: dict, ctx: CheckContext, svc: CalendarServ
         if arg.name not in values:
             continue
         try:
-            check_text(values[arg.name])
-            if arg.check:
-                clean[arg.name] = CHECKS[arg.check](values[arg.name], ctx, arg)
-            else:
-                clean[arg.name] = coerce(arg, values[arg.name])
+            clean[arg.name] = check_value(arg, values[arg.name], ctx)
         except Invalid as exc:
             reasons[arg.name] = exc.reason
             if exc.detail:

@@ -1,9 +1,8 @@
-"""Request parameters: gathering them as WordPress does, and checking each one.
+"""Request parameters: checking each one.
 
 Parameters come from the JSON body, the form body, the query string and the path (the path
-wins: a body cannot redirect a write to another record). Bracketed names
-(``venue[venue]=X``, ``organizer[0][organizer]=A``, ``status[]=draft``) build nested
-values as PHP does. Each argument's ``check`` (see ``arguments.Arg``) validates and
+wins: a body cannot redirect a write to another record; ``form.py`` builds nested values
+from bracketed names as PHP does). Each argument's ``check`` (see ``arguments.Arg``) validates and
 sanitizes it; a failing check makes a 400 ``rest_invalid_param`` naming every bad
 parameter, before any permission check.
 """
@@ -45,61 +44,6 @@ class CheckContext:
 
 
 # ----------------------------------------------------------------------------- gathering
-
-
-def php_nested(pairs) -> dict:
-    """Build nested values from ``name[key][]=value`` pairs as PHP does.
-
-    Raises Invalid when nesting is deeper than MAX_DEPTH.
-    """
-    out: dict = {}
-    for name, value in pairs:
-        match = re.match(r"^([^\[\]]+)((?:\[[^\[\]]*\])*)$", name)
-        if not match:
-            out[name] = value
-            continue
-        base, rest = match.groups()
-        keys = re.findall(r"\[([^\[\]]*)\]", rest)
-        if len(keys) > MAX_DEPTH:
-            raise Invalid("Parameters are nested too deeply.")
-        if not keys:
-            out[base] = value
-            continue
-        node = out
-        path = [base] + keys
-        for i, key in enumerate(path[:-1]):
-            nxt_key = path[i + 1]
-            container = node.get(key) if isinstance(node, dict) else None
-            if not isinstance(container, (dict, list)):
-                container = [] if nxt_key == "" else {}
-                _assign(node, key, container)
-            node = container
-        _assign(node, path[-1], value)
-    return {k: _listify(v) for k, v in out.items()}
-
-
-def _assign(node, key, value) -> None:
-    if isinstance(node, list):
-        if key == "":
-            node.append(value)
-        else:
-            node.append(value)
-    else:
-        if key == "":
-            key = str(len(node))
-        node[key] = value
-
-
-def _listify(value):
-    """PHP arrays with keys 0..n-1 become lists."""
-    if isinstance(value, dict):
-        value = {k: _listify(v) for k, v in value.items()}
-        if value and all(k.isdigit() for k in value) and sorted(int(k) for k in value) == list(range(len(value))):
-            return [value[str(i)] for i in range(len(value))]
-        return value
-    if isinstance(value, list):
-        return [_listify(v) for v in value]
-    return value
 
 
 def check_text(value, limit: int = MAX_DEPTH * 4) -> None:
@@ -432,11 +376,7 @@ def _linked(resource):
                 if item.get(nested.name) is None:
                     continue
                 try:
-                    check_text(item[nested.name])
-                    if nested.check:
-                        cleaned[nested.name] = CHECKS[nested.check](item[nested.name], ctx, nested)
-                    else:
-                        cleaned[nested.name] = coerce(nested, item[nested.name])
+                    cleaned[nested.name] = check_value(nested, item[nested.name], ctx)
                 except Invalid as exc:
                     raise Invalid(f"{arg.name}[{nested.name}]: {exc.reason}") from None
             clean.append(cleaned)
@@ -548,3 +488,12 @@ CHECKS = {
     "organizer_slug": _existing_slug(ORGANIZERS),
     "commit_id": _commit_id,
 }
+
+
+def check_value(arg: Arg, value, ctx: "CheckContext"):
+    """``value`` of ``arg`` checked and normalized: its validator when it names one, else the
+    plain type coercion; raises Invalid."""
+    check_text(value)
+    if arg.check:
+        return CHECKS[arg.check](value, ctx, arg)
+    return coerce(arg, value)
