@@ -18,10 +18,13 @@ gap) is moved forward by the gap, an ambiguous one (in a fall-back hour) is the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from functools import cached_property
+from itertools import accumulate, repeat
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from dateutil import rrule as du
@@ -123,24 +126,33 @@ class Rule:
         return _read_rule([(k, v) for k, v in parts if v is not None], None, [])
 
 
-@dataclass(frozen=True, slots=True)
-class Occurrence:
+class Occurrence(NamedTuple):
     """One occurrence: ``original_start`` (naive local wall-clock time, the exception key and the
-    id's source), its ``start`` and ``end`` (aware, in the series' zone, after any exception moved
-    it) and the fields its exception overrides (empty when none)."""
+    id's source), its times after any exception moved it as naive UTC (``utc_start``,
+    ``utc_end``: cheap to compare and sort), the series' zone, and the fields its exception
+    overrides (empty when none). ``start``/``end`` are the aware local times."""
 
     original_start: datetime
-    start: datetime
-    end: datetime
+    utc_start: datetime
+    utc_end: datetime
+    tz: tzinfo
     overrides: Mapping
 
     @property
     def start_utc(self) -> datetime:
-        return self.start.astimezone(UTC)
+        return self.utc_start.replace(tzinfo=UTC)
 
     @property
     def end_utc(self) -> datetime:
-        return self.end.astimezone(UTC)
+        return self.utc_end.replace(tzinfo=UTC)
+
+    @property
+    def start(self) -> datetime:
+        return self.start_utc.astimezone(self.tz)
+
+    @property
+    def end(self) -> datetime:
+        return self.end_utc.astimezone(self.tz)
 
 
 @dataclass(frozen=True, eq=False)
@@ -571,50 +583,64 @@ def occurrences(series: Series, window_start: datetime | None = None, window_end
     highs = [b for b in (window_end, starts_before, ends_before) if b is not None]
     if not highs and horizon_end is None and (series.rule is not None and not series.rule.bounded):
         raise ValueError("an open-ended series needs an upper bound or a horizon")
-    engine = series._engine
-    lo = max(lows).astimezone(UTC) if lows else None
-    if ends_after is not None:
-        ends_lo = ends_after.astimezone(UTC) - series.duration
-        lo = ends_lo if lo is None else max(lo, ends_lo)
-    hi = min(highs).astimezone(UTC) if highs else None
-    rule_hi = hi if horizon_end is None else (horizon_end.astimezone(UTC) if hi is None else
-                                              min(hi, horizon_end.astimezone(UTC)))
-    slack = timedelta(days=1)   # local times differ from instants by at most a day
-    local_lo = None if lo is None else _local(lo, series.tz) - slack
-    horizon_utc = horizon_end.astimezone(UTC) if horizon_end is not None else None
-
-    def bounds_ok(start: datetime, end: datetime) -> bool:
-        return not ((window_start is not None and start < window_start)
-                    or (window_end is not None and end > window_end)
-                    or (starts_after is not None and not start > starts_after)
-                    or (starts_before is not None and not start < starts_before)
-                    or (ends_after is not None and not end > ends_after)
-                    or (ends_before is not None and not end < ends_before))
-
-    tz, duration, exceptions, exdates = series.tz, series.duration, series.exceptions, series.exdates
-    found = []
-    originals = engine.rule_instances(local_lo, None if rule_hi is None else _local(rule_hi, tz) + slack)
-    rdates = [d for d in series.rdates if (local_lo is None or d >= local_lo)
-              and (hi is None or d <= _local(hi, tz) + slack)]
-    for original in _merge(originals, rdates):
-        if original in exdates or original in exceptions:
-            continue
-        start = original.replace(tzinfo=tz).astimezone(UTC)
-        if horizon_utc is not None and start > horizon_utc and original not in series.rdates:
-            continue
-        end = (original + duration).replace(tzinfo=tz).astimezone(UTC)
-        if bounds_ok(start, end):
-            found.append(Occurrence(original, start.astimezone(tz), end.astimezone(tz), {}))
+    tz, duration, exceptions, exdates, rdates = (series.tz, series.duration, series.exceptions, series.exdates,
+                                                 series.rdates)
+    offset = tz.utcoffset
+    bounds = [None if b is None else _utc_naive(b) for b in
+              (window_start, window_end, starts_after, starts_before, ends_after, ends_before)]
+    ws, we, sa, sb, ea, eb = bounds
+    lo = max(_utc_naive(b) for b in lows) if lows else None
+    if ea is not None:
+        lo = ea - duration if lo is None else max(lo, ea - duration)
+    hi = min(_utc_naive(b) for b in highs) if highs else None
+    horizon = None if horizon_end is None else _utc_naive(horizon_end)
+    rule_hi = hi if horizon is None else (horizon if hi is None else min(hi, horizon))
+    slack = timedelta(days=1)   # local times differ from UTC by less than a day
+    gen_lo = None if lo is None else lo - slack
+    originals = series._engine.rule_instances(gen_lo, None if rule_hi is None else rule_hi + slack)
+    if horizon is not None and originals and originals[-1] - offset(originals[-1]) > horizon:
+        originals = [o for o in originals if o - offset(o) <= horizon]
+    if rdates:
+        extra = [d for d in rdates if (gen_lo is None or d >= gen_lo) and (hi is None or d <= hi + slack)]
+        if extra:
+            originals = sorted(set(originals).union(extra))
+    if exdates or exceptions:
+        originals = [o for o in originals if o not in exdates and o not in exceptions]
+    empty: Mapping = {}
+    new = tuple.__new__
+    found = [new(Occurrence, (o, o - offset(o), e - offset(e), tz, empty))
+             for o in originals for e in (o + duration,)]
+    if any(b is not None for b in bounds) and found:
+        # occurrences well inside the range generated are inside the bounds: check the edges only
+        margin = timedelta(days=2)
+        i = bisect_left(originals, lo + margin) if lo is not None else 0
+        j = bisect_right(originals, hi - margin - duration) if hi is not None else len(found)
+        i, j = min(i, len(found)), max(min(j, len(found)), min(i, len(found)))
+        found = ([o for o in found[:i] if not _outside(o.utc_start, o.utc_end, *bounds)] + found[i:j]
+                 + [o for o in found[j:] if not _outside(o.utc_start, o.utc_end, *bounds)])
     for original, overrides in exceptions.items():
-        if horizon_utc is not None and original not in series.rdates \
-                and original.replace(tzinfo=tz).astimezone(UTC) > horizon_utc:
+        if horizon is not None and original not in rdates and original - offset(original) > horizon:
             continue
         start, end = _moved(series, original, overrides)
-        if bounds_ok(start, end):
-            found.append(Occurrence(original, start, end, overrides))
-    if exceptions:
-        found.sort(key=lambda o: (o.start.astimezone(UTC), o.original_start))
+        if not _outside(start, end, *bounds):
+            found.append(Occurrence(original, start, end, tz, overrides))
+    if exceptions or rdates:
+        found.sort(key=lambda o: (o.utc_start, o.original_start))
     return iter(found)
+
+
+def _outside(start, end, ws, we, sa, sb, ea, eb) -> bool:
+    """Whether an occurrence (naive UTC times) is outside the list's bounds (naive UTC or None)."""
+    return ((ws is not None and start < ws) or (we is not None and end > we)
+            or (sa is not None and not start > sa) or (sb is not None and not start < sb)
+            or (ea is not None and not end > ea) or (eb is not None and not end < eb))
+
+
+def _utc_naive(moment: datetime) -> datetime:
+    """An aware datetime as naive UTC (a naive one is taken as UTC already)."""
+    if moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def occurrence_at(series: Series, original_start: datetime) -> Occurrence | None:
@@ -625,42 +651,20 @@ def occurrence_at(series: Series, original_start: datetime) -> Occurrence | None
         return None
     overrides = series.exceptions.get(original, {})
     start, end = _moved(series, original, overrides)
-    return Occurrence(original, start, end, overrides)
+    return Occurrence(original, start, end, series.tz, overrides)
 
 
 def _moved(series: Series, original: datetime, overrides: Mapping) -> tuple[datetime, datetime]:
-    """An occurrence's start and end (aware, in the series' zone) after its exception: a new start
-    alone keeps the series' duration, a new end alone keeps the original start."""
-    tz = series.tz
-    start = dates.read_local(overrides["start_date"], tz) if "start_date" in overrides else original.replace(tzinfo=tz)
+    """An occurrence's start and end (naive UTC) after its exception: a new start alone keeps the
+    series' duration, a new end alone keeps the original start."""
+    offset = series.tz.utcoffset
+    start = original
+    if "start_date" in overrides:
+        start = dates.read_local(overrides["start_date"], UTC).replace(tzinfo=None)
+    end = start + series.duration
     if "end_date" in overrides:
-        end = dates.read_local(overrides["end_date"], tz)
-    else:
-        end = (start.replace(tzinfo=None) + series.duration).replace(tzinfo=tz)
-    return start.astimezone(UTC).astimezone(tz), end.astimezone(UTC).astimezone(tz)
-
-
-def _merge(first: Iterable[datetime], second: list[datetime]) -> Iterator[datetime]:
-    """Two ascending sequences as one, without repeats."""
-    if not second:
-        yield from first
-        return
-    rest = sorted(second)
-    j = 0
-    last = None
-    for moment in first:
-        while j < len(rest) and rest[j] < moment:
-            if rest[j] != last:
-                yield rest[j]
-                last = rest[j]
-            j += 1
-        if moment != last:
-            yield moment
-            last = moment
-    for moment in rest[j:]:
-        if moment != last:
-            yield moment
-            last = moment
+        end = dates.read_local(overrides["end_date"], UTC).replace(tzinfo=None)
+    return start - offset(start), end - offset(end)
 
 
 def _local(moment: datetime, tz: tzinfo) -> datetime:
@@ -678,9 +682,9 @@ def _naive(moment) -> datetime:
 class _Engine:
     """Generates a series' RRULE instances as naive local times, ascending.
 
-    Daily and weekly rules with plain weekdays (most series) are computed directly and can start
-    at any window; the rest go through dateutil's rrule, which walks from the first occurrence.
-    UNTIL is compared as an instant (a date for all-day series).
+    Daily and weekly rules with plain weekdays (most series) are arithmetic progressions,
+    computed in bulk from any window on; the rest go through dateutil's rrule, which walks
+    from the first occurrence. UNTIL is compared as an instant (a date for all-day series).
     """
 
     def __init__(self, series: Series):
@@ -691,6 +695,7 @@ class _Engine:
         self.start = series.start
         self.until_local = None
         if isinstance(rule.until, datetime):
+            self.until_utc = rule.until.replace(tzinfo=None)
             self.until_local = _local(rule.until, series.tz) + timedelta(days=1)
         elif isinstance(rule.until, date):
             self.until_local = datetime.combine(rule.until, time(23, 59, 59))
@@ -701,8 +706,12 @@ class _Engine:
             days = sorted({d for _, d in rule.byday}) if rule.byday else [series.start.weekday()]
             self.days = frozenset(days)
             if rule.freq == "WEEKLY":
-                self.week0 = series.start.date() - timedelta(days=(series.start.weekday() - rule.wkst) % 7)
-                self.offsets = sorted((d - rule.wkst) % 7 for d in days)
+                week0 = series.start - timedelta(days=(series.start.weekday() - rule.wkst) % 7)
+                self.bases = [week0 + timedelta(days=(d - rule.wkst) % 7) for d in days]
+                self.step = 7 * rule.interval
+            else:
+                self.bases = [series.start]
+                self.step = rule.interval
 
     @cached_property
     def _rrule(self) -> du.rrule:
@@ -720,90 +729,78 @@ class _Engine:
         if until is None:
             return True
         if isinstance(until, datetime):
-            return local.replace(tzinfo=self.series.tz).astimezone(UTC) <= until
+            return local - self.series.tz.utcoffset(local) <= self.until_utc
         return local.date() <= until
 
-    def rule_instances(self, lo: datetime | None, hi: datetime | None) -> Iterator[datetime]:
+    def rule_instances(self, lo: datetime | None, hi: datetime | None) -> list[datetime]:
         """Instances with lo <= local time <= hi (None: unbounded), ascending; ``hi`` or a bound
-        of the rule must stop the iteration."""
+        of the rule must end the rule."""
         if self.rule is None:
-            return
-        rule = self.rule
+            return []
         limit = hi
         if self.until_local is not None and (limit is None or self.until_local < limit):
             limit = self.until_local
-        if limit is None and rule.count is None:
+        if limit is None and self.rule.count is None:
             raise ValueError("an open-ended rule needs an upper bound")
-        source = self._simple(lo) if self.simple else self._general(lo, limit)
+        found = self._simple(lo, limit) if self.simple else self._general(lo, limit)
+        if self.rule.until is not None and found and not self._within_until(found[-1]):
+            found = [d for d in found if self._within_until(d)]    # only near UNTIL
+        return found
+
+    def _general(self, lo, limit) -> list[datetime]:
+        source = self._rrule if (self.rule.count is not None or lo is None) else self._rrule.xafter(lo, inc=True)
+        found = []
         for local in source:
             if limit is not None and local > limit:
-                return
-            if lo is not None and local < lo:
-                continue
-            if not self._within_until(local):
-                return
-            yield local
+                break
+            if lo is None or local >= lo:
+                found.append(local)
+        return found
 
-    def _general(self, lo, limit) -> Iterator[datetime]:
-        if self.rule.count is not None or lo is None:
-            yield from self._rrule
-        else:
-            yield from self._rrule.xafter(lo, inc=True)
-
-    def _simple(self, lo: datetime | None) -> Iterator[datetime]:
-        rule, start = self.rule, self.start
-        clock = start.time()
+    def _simple(self, lo: datetime | None, limit: datetime | None) -> list[datetime]:
+        rule, start, step = self.rule, self.start, self.step
         count = rule.count
-        first_day = start.date()
-        skip = 0 if (lo is None or count is not None) else max(0, (lo.date() - first_day).days - 7)
-        n = 0
-        if rule.freq == "DAILY":
-            step = rule.interval
-            k = -(-skip // step)
-            day = first_day + timedelta(days=k * step)
-            delta = timedelta(days=step)
-            days = self.days if rule.byday else None
-            while True:
-                if days is None or day.weekday() in days:
-                    yield datetime.combine(day, clock)
-                    n += 1
-                    if count is not None and n >= count:
-                        return
-                day += delta
+        days = self.days if rule.freq == "DAILY" and rule.byday else None
+        if count is not None:   # count from the start: enough periods for COUNT instances
+            per_period = len(self.bases) if days is None else max(1, sum(1 for i in range(step) if
+                                                                        (start + timedelta(days=i)).weekday() in days))
+            first_k, last_k = 0, (count + 2 * per_period) // per_period + 1
+            if days is not None:
+                last_k = count * 7 + 1
         else:
-            span = 7 * rule.interval
-            k = max(0, (first_day + timedelta(days=skip) - self.week0).days // span)
-            base = self.week0 + timedelta(days=k * span)
-            delta = timedelta(days=span)
-            offsets = [timedelta(days=o) for o in self.offsets]
-            while True:
-                for off in offsets:
-                    day = base + off
-                    if day < first_day:
-                        continue
-                    yield datetime.combine(day, clock)
-                    n += 1
-                    if count is not None and n >= count:
-                        return
-                base += delta
+            first_k = max(0, ((lo - start).days - 7) // step) if lo is not None else 0
+            last_k = (limit - start).days // step + 2
+        found = []
+        for base in self.bases:
+            found += accumulate(repeat(timedelta(days=step), last_k - first_k),
+                                initial=base + timedelta(days=first_k * step))
+        if len(self.bases) > 1:
+            found.sort()
+        if found and found[0] < start:
+            found = [d for d in found if d >= start]
+        if days is not None:
+            found = [d for d in found if d.weekday() in days]
+        if count is not None:
+            found = found[:count]
+        if lo is not None and found and found[0] < lo:
+            found = found[bisect_left(found, lo):]
+        if limit is not None and found and found[-1] > limit:
+            found = found[:bisect_right(found, limit)]
+        return found
 
     def is_rule_instance(self, local: datetime) -> bool:
         if self.rule is None:
             return False
-        return any(True for _ in self.rule_instances(local, local))
+        return bool(self.rule_instances(local, local))
 
     def last_instance_before(self, local: datetime) -> datetime | None:
         """The last RRULE instance strictly before ``local`` (for splitting a series)."""
-        last = None
-        for moment in self.rule_instances(None, local):
-            if moment >= local:
-                break
-            last = moment
-        return last
+        found = [d for d in self.rule_instances(None, local) if d < local]
+        return found[-1] if found else None
 
     def count_before(self, local: datetime) -> int:
         """How many RRULE instances (EXDATEs included, as COUNT counts them) start before ``local``."""
-        return sum(1 for moment in self.rule_instances(None, local) if moment < local)
+        return sum(1 for d in self.rule_instances(None, local) if d < local)
 
 
 # ---------------------------------------------------------------------------------------------
