@@ -583,3 +583,13 @@ def test_dst_nights_match_recurring_ical_events(zone, start):
         end = dates.fmt(dates.read_local(start, UTC).replace(tzinfo=None) + timedelta(hours=1, minutes=30))
         s = series([rule], start=start, end=end, tz=ZoneInfo(zone))
         assert ours(s) == expand_ical(ical_of(s))
+
+
+def test_a_fixed_offset_zone_names_itself_in_the_lines_it_writes():
+    plus5 = dates.zone("UTC+5", UTC)
+    s = series(["RRULE:FREQ=WEEKLY;COUNT=3"], tz=plus5)
+    values = rec.apply_this(s, datetime(2026, 9, 8, 19), delete=True)
+    assert values["recurrence"] == ["RRULE:FREQ=WEEKLY;COUNT=3", "EXDATE;TZID=UTC+5:20260908T190000"]
+    again = reparse(s, values)
+    assert [o.start_utc for o in rec.occurrences(again)] == [utc(2026, 9, 1, 14), utc(2026, 9, 15, 14)]
+    assert rec.to_ical_lines(again).dtstart == "DTSTART;TZID=UTC+5:20260901T190000"

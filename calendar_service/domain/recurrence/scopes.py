@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
 from calendar_service.domain.recurrence.lines import (
-    LINE, Problem, RecurrenceError, Rule, date_form, date_line, line_kind, local_naive, naive, read_dates, show)
+    LINE, Rule, date_form, date_line, line_kind, local_naive, naive, read_dates, show)
 from calendar_service.domain.recurrence.series import (
     OVERRIDABLE, SERIES_ONLY, Series, override_time, parse_recurrence)
 
@@ -191,32 +191,25 @@ def _shift_until(series: Series, until, shift: timedelta) -> str:
 
 
 def _consistent(series: Series, lines: list[str], exceptions: dict, start: datetime, end: datetime) -> dict:
-    """``recurrence``/``exceptions`` values for a series at ``start``, keeping only the EXDATEs
-    and exceptions that are occurrences of its rule. Raises RecurrenceError for bad lines."""
-    problems: list[Problem] = []
-    try:
-        probe = parse_recurrence(lines, None, dates.fmt(start), dates.fmt(end), series.tz, series.all_day)
-    except RecurrenceError as exc:
-        stray = [p for p in exc.problems if p.field == "recurrence" and "EXDATE" in p.message
-                 and "not an occurrence" in p.message]
-        if len(stray) != len(exc.problems):
-            raise
-        probe = None
-        problems = stray
-    if problems:   # drop EXDATE values that no longer match
-        keep_rule = [l for l in lines if line_kind(l) != "EXDATE"]
-        base = parse_recurrence(keep_rule, None, dates.fmt(start), dates.fmt(end), series.tz, series.all_day) \
-            if any(line_kind(l) == "RRULE" or line_kind(l) == "RDATE" for l in keep_rule) else None
-        exdates = set()
-        for line in lines:
-            if line_kind(line) == "EXDATE":
-                m = LINE.match(line)
-                exdates.update(read_dates("EXDATE", m.group(2), m.group(3).strip(), 0, [], series.tz, series.all_day))
-        kept = [d for d in exdates if base is not None and base.is_occurrence(d)]
-        lines = _rebuild(series, base.rule if base else None, kept, list(base.rdates) if base else [])
-        probe = parse_recurrence(lines, None, dates.fmt(start), dates.fmt(end), series.tz, series.all_day)
-    kept_exc = {k: v for k, v in exceptions.items() if probe.is_occurrence(k)}
-    return {"recurrence": lines, "exceptions": _write_exceptions(series, kept_exc)}
+    """``recurrence``/``exceptions`` values for a series of ``lines`` starting at ``start``, without
+    the EXDATEs and exceptions that are no occurrences of it (any more). Raises RecurrenceError
+    when the lines are wrong (a new rule the first occurrence does not match, for instance)."""
+    first, last = dates.fmt(start), dates.fmt(end)
+    others = [line for line in lines if line_kind(line) != "EXDATE"]
+    base = parse_recurrence(others, None, first, last, series.tz, series.all_day)
+    excluded = set()
+    for line in lines:
+        if line_kind(line) == "EXDATE":
+            match = LINE.match(line.strip())
+            excluded.update(read_dates("EXDATE", match.group(2), match.group(3).strip(), 0, [], series.tz,
+                                       series.all_day))
+    kept = sorted(d for d in excluded if base.is_occurrence(d))
+    if len(kept) != len(excluded):
+        lines = others + ([date_line(series, "EXDATE", kept)] if kept else [])
+    written = _write_exceptions(series, {k: v for k, v in exceptions.items()
+                                         if k not in excluded and base.is_occurrence(k)})
+    parse_recurrence(lines, written, first, last, series.tz, series.all_day)   # the result is a valid series
+    return {"recurrence": lines, "exceptions": written}
 
 
 def _rebuild(series: Series, rule: Rule | None, exdates, rdates) -> list[str]:
