@@ -593,3 +593,21 @@ def test_a_fixed_offset_zone_names_itself_in_the_lines_it_writes():
     again = reparse(s, values)
     assert [o.start_utc for o in rec.occurrences(again)] == [utc(2026, 9, 1, 14), utc(2026, 9, 15, 14)]
     assert rec.to_ical_lines(again).dtstart == "DTSTART;TZID=UTC+5:20260901T190000"
+
+
+def test_the_example_file_of_the_design_document_is_a_valid_series():
+    import re
+    from pathlib import Path
+
+    import frontmatter
+
+    text = (Path(__file__).parent.parent / "docs" / "recurrence.md").read_text(encoding="utf-8")
+    example = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    data = frontmatter.loads(example).metadata
+    s = rec.parse_recurrence(data["recurrence"], data["exceptions"], data["start_date"], data["end_date"],
+                             ZoneInfo(data["timezone"]), bool(data.get("all_day")))
+    occs = list(rec.occurrences(s))
+    assert len(occs) == 44 - 2 + 1     # 44 Tuesdays 2026-09-01..2027-06-29, two EXDATEs, one RDATE
+    moved = [o for o in occs if o.overrides]
+    assert [(dates.fmt(o.start), dates.fmt(o.end)) for o in moved] == [("2027-01-05 18:00:00", "2027-01-05 22:00:00")]
+    assert local(occs)[-1] == "2027-06-29 19:00:00"
