@@ -7,6 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import icalendar
+from dateutil import rrule as du
 import pytest
 import recurring_ical_events
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -450,6 +451,15 @@ def test_repeat_phrases(phrase, lines):
     assert rec.parse_repeat_phrase(phrase, tz=NEW_YORK) == lines
 
 
+def test_a_repeat_phrase_must_fit_the_events_start():
+    tuesday = datetime(2026, 9, 1, 19)
+    assert rec.parse_repeat_phrase("every tuesday", tuesday, BERLIN) == ["RRULE:FREQ=WEEKLY;BYDAY=TU"]
+    with pytest.raises(ValueError, match="the first occurrence must match the RRULE"):
+        rec.parse_repeat_phrase("every wednesday", tuesday, BERLIN)
+    with pytest.raises(ValueError, match="must be a date such as"):
+        rec.parse_repeat_phrase("FREQ=DAILY;UNTIL=20270101T000000Z", datetime(2026, 9, 1), all_day=True)
+
+
 def test_repeat_phrases_until_an_all_day_date_and_mistakes():
     assert rec.parse_repeat_phrase("every day until 2027-01-31", all_day=True) == ["RRULE:FREQ=DAILY;UNTIL=20270131"]
     for bad in ("every blue moon", "every tuesday until June", "on the ninth monday", "sometimes",
@@ -517,7 +527,6 @@ def random_series(draw):
     clock = timedelta(hours=draw(st.integers(0, 23)), minutes=draw(st.sampled_from([0, 15, 30, 45])))
     candidate = datetime.combine(day, datetime.min.time()) + (timedelta(0) if all_day else clock)
     # DTSTART must be an occurrence of the rule: take the rule's first instance from the candidate
-    from dateutil import rrule as du
     first = du.rrulestr(";".join(parts), dtstart=candidate).after(candidate, inc=True)
     assume(first is not None)
     if draw(st.booleans()):

@@ -5,6 +5,7 @@ import re
 from datetime import date, datetime, time, timezone, tzinfo
 
 from calendar_service.domain.recurrence.lines import WEEKDAYS, Problem, read_rule, split_parts
+from calendar_service.domain.recurrence.series import recurrence_problems
 
 UTC = timezone.utc
 
@@ -27,8 +28,9 @@ def parse_repeat_phrase(text: str, start: datetime | None = None, tz: tzinfo = U
         ... until YYYY-MM-DD                         (inclusive: the whole local day)
         ... N times
 
-    or a raw rule (``RRULE:FREQ=...`` or ``FREQ=...``). ``start`` (naive local), ``tz`` and
-    ``all_day`` describe the event, for UNTIL's value. Raises ValueError naming what was not understood.
+    or a raw rule (``RRULE:FREQ=...`` or ``FREQ=...``). ``tz`` and ``all_day`` describe the event,
+    for UNTIL's value; with ``start`` (the event's local start), the event must be an occurrence
+    of the rule ("every tuesday" starting on a Wednesday is refused). Raises ValueError naming what was not understood.
     """
     phrase = " ".join(str(text).strip().split())
     if re.match(r"(RRULE:)?FREQ=", phrase, re.I):
@@ -37,7 +39,7 @@ def parse_repeat_phrase(text: str, start: datetime | None = None, tz: tzinfo = U
         read_rule(split_parts(rule[6:], 0, problems), 0, problems, all_day)
         if problems:
             raise ValueError("; ".join(p.message for p in problems))
-        return ["RRULE:" + rule[6:].upper()]
+        return _starting(["RRULE:" + rule[6:].upper()], start, tz, all_day)
     words = phrase.lower().replace(",", " , ").split()
     parts: list[tuple[str, str]] = []
     tail: list[tuple[str, str]] = []
@@ -115,4 +117,15 @@ def parse_repeat_phrase(text: str, start: datetime | None = None, tz: tzinfo = U
         fail(f"did not understand {' '.join(words)!r}")
     if not parts:
         fail("say how often, e.g. 'every tuesday'")
-    return ["RRULE:" + ";".join(f"{k}={v}" for k, v in parts + tail)]
+    return _starting(["RRULE:" + ";".join(f"{k}={v}" for k, v in parts + tail)], start, tz, all_day)
+
+
+def _starting(lines: list[str], start: datetime | None, tz: tzinfo, all_day: bool) -> list[str]:
+    """``lines`` when an event starting at ``start`` can carry them (or no start is given), else
+    ValueError saying why."""
+    if start is None:
+        return lines
+    found = recurrence_problems(lines, None, start, start, tz, all_day)
+    if found:
+        raise ValueError("; ".join(p.message for p in found))
+    return lines
