@@ -620,3 +620,22 @@ def test_the_example_file_of_the_design_document_is_a_valid_series():
     moved = [o for o in occs if o.overrides]
     assert [(dates.fmt(o.start), dates.fmt(o.end)) for o in moved] == [("2027-01-05 18:00:00", "2027-01-05 22:00:00")]
     assert local(occs)[-1] == "2027-06-29 19:00:00"
+
+
+bound = st.one_of(st.none(), st.datetimes(datetime(2023, 6, 1), datetime(2031, 6, 1)).map(
+    lambda d: d.replace(tzinfo=UTC)))
+
+
+@given(random_series(), bound, bound, bound, bound, bound, bound, bound)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+def test_a_window_gives_exactly_the_occurrences_inside_it(s, ws, we, sa, sb, ea, eb, horizon):
+    # the expansion only generates the stretch a window needs and checks its edges: it must agree
+    # with filtering the whole series one occurrence at a time
+    def inside(o):
+        start, end = o.start_utc, o.end_utc
+        return not ((ws and start < ws) or (we and end > we) or (sa and not start > sa) or (sb and not start < sb)
+                    or (ea and not end > ea) or (eb and not end < eb)
+                    or (horizon and o.start_utc > horizon and o.original_start not in s.rdates))
+    expected = [o for o in rec.occurrences(s) if inside(o)]
+    got = list(rec.occurrences(s, ws, we, horizon, starts_after=sa, starts_before=sb, ends_after=ea, ends_before=eb))
+    assert got == expected

@@ -53,7 +53,7 @@ def occurrences(series: Series, window_start: datetime | None = None, window_end
     rule_hi = hi if horizon is None else (horizon if hi is None else min(hi, horizon))
     slack = timedelta(days=1)   # local times differ from UTC by less than a day
     gen_lo = None if lo is None else lo - slack
-    originals = series._engine.rule_instances(gen_lo, None if rule_hi is None else rule_hi + slack)
+    originals = series.engine.rule_instances(gen_lo, None if rule_hi is None else rule_hi + slack)
     if horizon is not None and originals and originals[-1] - offset(originals[-1]) > horizon:
         originals = [o for o in originals if o - offset(o) <= horizon]
     if rdates:

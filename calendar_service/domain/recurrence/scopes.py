@@ -29,7 +29,7 @@ def apply_this(series: Series, original_start: datetime, changes: Mapping | None
     lines = list(series.lines)
     if delete:
         exceptions.pop(original, None)
-        if original in series.rdates and not series._engine.is_rule_instance(original):
+        if original in series.rdates and not series.engine.is_rule_instance(original):
             lines = _date_lines(series, [l for l in lines if line_kind(l) != "RDATE"],
                                 exdates=None, rdates=[d for d in series.rdates if d != original])
         else:
@@ -65,7 +65,7 @@ def apply_following(series: Series, original_start: datetime, changes: Mapping |
     original = _require_occurrence(series, original_start)
     if original <= series.start:
         raise ValueError("the first occurrence starts the series: change all occurrences instead")
-    engine = series._engine
+    engine = series.engine
     if series.rule is not None and not engine.is_rule_instance(original):
         raise ValueError("a series splits at an occurrence of its rule, not at an added date (RDATE)")
     rule = series.rule

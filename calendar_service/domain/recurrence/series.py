@@ -74,7 +74,8 @@ class Series:
         return self.start + self.duration
 
     @cached_property
-    def _engine(self) -> "Engine":
+    def engine(self) -> Engine:
+        """The generator of this series' RRULE instances (made once)."""
         return Engine(self)
 
     def is_occurrence(self, original_start: datetime) -> bool:
@@ -83,7 +84,7 @@ class Series:
         original_start = naive(original_start)
         if original_start in self.exdates:
             return False
-        return original_start in self.rdates or self._engine.is_rule_instance(original_start)
+        return original_start in self.rdates or self.engine.is_rule_instance(original_start)
 
 
 def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> Series:
@@ -145,7 +146,7 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
     series = Series(start=first, duration=last - first, tz=tz, all_day=bool(all_day), rule=rule,
                     exdates=frozenset(exdates), rdates=tuple(sorted(rdates)), exceptions={},
                     lines=tuple(line.strip() for line in lines))
-    engine = series._engine
+    engine = series.engine
     if rule is not None and not engine.is_rule_instance(first):
         problems.append(Problem("start_date", None, "the first occurrence must match the RRULE "
                                                     "(RFC 5545: DTSTART should be synchronized with the rule)"))
