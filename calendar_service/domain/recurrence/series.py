@@ -1,0 +1,266 @@
+"""A series: the ``recurrence`` lines and ``exceptions`` of an event file read together with its
+first occurrence's times (``parse_recurrence``)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from functools import cached_property
+from typing import NamedTuple
+
+from calendar_service.domain import dates
+from calendar_service.domain.recurrence.engine import Engine
+from calendar_service.domain.recurrence.ids import LAST_ORIGINAL_START
+from calendar_service.domain.recurrence.lines import (
+    EPOCH, LINE, Problem, RecurrenceError, Rule, naive, read_dates, read_rule, show, split_parts)
+from calendar_service.domain.resources import EVENTS
+
+UTC = timezone.utc
+
+# fields an exception may not override: they belong to the series (or to the file)
+SERIES_ONLY = frozenset({"id", "slug", "status", "author", "date_utc", "modified_utc", "timezone", "all_day",
+                         "post_parent", "password", "recurrence", "exceptions"})
+OVERRIDABLE = frozenset(k for k in (*EVENTS.file_keys, EVENTS.body_key) if k and k not in SERIES_ONLY)
+KEY_DAY = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+
+
+class Occurrence(NamedTuple):
+    """One occurrence: ``original_start`` (naive local wall-clock time, the exception key and the
+    id's source), its times after any exception moved it as naive UTC (``utc_start``,
+    ``utc_end``: cheap to compare and sort), the series' zone, and the fields its exception
+    overrides (empty when none). ``start``/``end`` are the aware local times."""
+
+    original_start: datetime
+    utc_start: datetime
+    utc_end: datetime
+    tz: tzinfo
+    overrides: Mapping
+
+    @property
+    def start_utc(self) -> datetime:
+        return self.utc_start.replace(tzinfo=UTC)
+
+    @property
+    def end_utc(self) -> datetime:
+        return self.utc_end.replace(tzinfo=UTC)
+
+    @property
+    def start(self) -> datetime:
+        return self.start_utc.astimezone(self.tz)
+
+    @property
+    def end(self) -> datetime:
+        return self.end_utc.astimezone(self.tz)
+
+
+@dataclass(frozen=True, eq=False)
+class Series:
+    """A parsed series. Times are naive local wall-clock times in ``tz``; ``duration`` is the
+    wall-clock span from start to end applied to every occurrence (as the files store local times)."""
+
+    start: datetime
+    duration: timedelta
+    tz: tzinfo
+    all_day: bool
+    rule: Rule | None
+    exdates: frozenset[datetime]
+    rdates: tuple[datetime, ...]
+    exceptions: dict[datetime, dict]
+    lines: tuple[str, ...]
+
+    @property
+    def end(self) -> datetime:
+        return self.start + self.duration
+
+    @cached_property
+    def engine(self) -> Engine:
+        """The generator of this series' RRULE instances (made once)."""
+        return Engine(self)
+
+    def is_occurrence(self, original_start: datetime) -> bool:
+        """Whether ``original_start`` (naive local) starts an occurrence (EXDATEs excluded, the
+        horizon ignored)."""
+        original_start = naive(original_start)
+        if original_start in self.exdates:
+            return False
+        return original_start in self.rdates or self.engine.is_rule_instance(original_start)
+
+
+def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> Series:
+    """The series described by the ``recurrence`` lines and ``exceptions`` map of an event whose
+    first occurrence runs from ``start`` to ``end`` (stored local strings ``YYYY-MM-DD HH:MM:SS``
+    or naive datetimes) in ``tz`` (a tzinfo, see ``dates.zone``).
+
+    Raises RecurrenceError naming every problem: its ``problems`` carry the index in ``lines`` or
+    the exception key, so a caller can point at the file line.
+    """
+    problems: list[Problem] = []
+    first, last = _read_bound(start, "start_date", problems), _read_bound(end, "end_date", problems)
+    if all_day and first is not None:
+        first = datetime.combine(first.date(), time())
+    if first is not None and last is not None and last < first:
+        problems.append(Problem("end_date", None, "the end is before the start"))
+    if first is not None:
+        if first.second:
+            problems.append(Problem("start_date", None, "a recurring event starts on a whole minute "
+                                                        "(occurrence ids count minutes)"))
+        if not EPOCH <= first <= LAST_ORIGINAL_START:
+            problems.append(Problem("start_date", None, "a recurring event starts between 1970 and 2097 "
+                                                        "(occurrence ids count minutes since 1970)"))
+    if not isinstance(lines, (list, tuple)) or not lines:
+        problems.append(Problem("recurrence", None, "must be a non-empty list of RFC 5545 lines "
+                                                    "(RRULE, EXDATE, RDATE)"))
+        lines = []
+    rule, exdates, rdates = None, set(), set()
+    for i, line in enumerate(lines):
+        if not isinstance(line, str):
+            problems.append(Problem("recurrence", i, "must be a text line such as RRULE:FREQ=WEEKLY"))
+            continue
+        match = LINE.match(line.strip())
+        if not match:
+            problems.append(Problem("recurrence", i, "not an RFC 5545 line (NAME;PARAMS:VALUE)"))
+            continue
+        name, params, value = match.group(1).upper(), match.group(2), match.group(3).strip()
+        if name == "RRULE":
+            if params:
+                problems.append(Problem("recurrence", i, "RRULE takes no parameters"))
+            elif rule is not None:
+                problems.append(Problem("recurrence", i, "a series has one RRULE (RFC 5545 advises against "
+                                                         "several); repeat with RDATE or a second event"))
+            else:
+                rule = read_rule(split_parts(value, i, problems), i, problems, all_day)
+        elif name in ("EXDATE", "RDATE"):
+            values = read_dates(name, params, value, i, problems, tz, all_day)
+            (exdates if name == "EXDATE" else rdates).update(values)
+        elif name == "EXRULE":
+            problems.append(Problem("recurrence", i, "EXRULE is deprecated by RFC 5545 (and unsupported by "
+                                                     "most clients): list the dates with EXDATE"))
+        else:
+            problems.append(Problem("recurrence", i, f"unknown property {name} (expected RRULE, EXDATE or RDATE)"))
+    if lines and rule is None and not rdates and not any(p.field == "recurrence" for p in problems):
+        problems.append(Problem("recurrence", None, "needs an RRULE or an RDATE"))
+    if first is None or last is None or problems:
+        _read_exceptions(exceptions, all_day, problems, None)
+        raise RecurrenceError(problems or [Problem("recurrence", None, "unreadable")])
+    series = Series(start=first, duration=last - first, tz=tz, all_day=bool(all_day), rule=rule,
+                    exdates=frozenset(exdates), rdates=tuple(sorted(rdates)), exceptions={},
+                    lines=tuple(line.strip() for line in lines))
+    engine = series.engine
+    if rule is not None and not engine.is_rule_instance(first):
+        problems.append(Problem("start_date", None, "the first occurrence must match the RRULE "
+                                                    "(RFC 5545: DTSTART should be synchronized with the rule)"))
+    for i, line in enumerate(series.lines):
+        if line.upper().startswith("EXDATE"):
+            for moment in read_dates("EXDATE", LINE.match(line).group(2), LINE.match(line).group(3).strip(),
+                                      i, [], tz, all_day):
+                if moment not in rdates and not engine.is_rule_instance(moment):
+                    problems.append(Problem("recurrence", i, f"EXDATE {show(moment, all_day)} is not an "
+                                                             "occurrence of the series"))
+        elif line.upper().startswith("RDATE"):
+            for moment in read_dates("RDATE", LINE.match(line).group(2), LINE.match(line).group(3).strip(),
+                                      i, [], tz, all_day):
+                if not EPOCH <= moment <= LAST_ORIGINAL_START:
+                    problems.append(Problem("recurrence", i, f"RDATE {show(moment, all_day)} is outside "
+                                                             "1970-2097 (occurrence ids count minutes since 1970)"))
+    read = _read_exceptions(exceptions, all_day, problems, series)
+    if problems:
+        raise RecurrenceError(problems)
+    object.__setattr__(series, "exceptions", read)
+    return series
+
+
+def recurrence_problems(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> list[Problem]:
+    """The problems ``parse_recurrence`` would raise, as a list (empty when the series is fine)."""
+    try:
+        parse_recurrence(lines, exceptions, start, end, tz, all_day)
+    except RecurrenceError as exc:
+        return exc.problems
+    return []
+
+
+def _read_bound(value, name: str, problems: list[Problem]) -> datetime | None:
+    try:
+        return naive(value) if isinstance(value, datetime) else dates.read_local(str(value), UTC).replace(tzinfo=None)
+    except (TypeError, ValueError):
+        problems.append(Problem(name, None, "must be a local time YYYY-MM-DD HH:MM:SS"))
+        return None
+
+
+def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series: Series | None) -> dict:
+    if exceptions is None or exceptions == {}:
+        return {}
+    if not isinstance(exceptions, Mapping):
+        problems.append(Problem("exceptions", None, "must be a map from an occurrence's original start to its changes"))
+        return {}
+    read: dict[datetime, dict] = {}
+    for raw_key, changes in exceptions.items():
+        label = str(raw_key)
+        key = _read_key(raw_key, all_day)
+        if key is None:
+            form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS"
+            problems.append(Problem("exceptions", label, f"the key must be an occurrence's original start ({form})"))
+            continue
+        if not isinstance(changes, Mapping) or not changes:
+            problems.append(Problem("exceptions", label, "must map field names to the occurrence's values"))
+            continue
+        overrides = {}
+        for name, value in changes.items():
+            if name == "cancelled":
+                problems.append(Problem("exceptions", label, "to remove an occurrence add an EXDATE line "
+                                                             "to recurrence instead of cancelled"))
+            elif name in SERIES_ONLY:
+                problems.append(Problem("exceptions", label, f"{name} belongs to the whole series"))
+            elif name not in OVERRIDABLE:
+                problems.append(Problem("exceptions", label, f"unknown event field {name}"))
+            elif name in ("start_date", "end_date"):
+                text = override_time(value, name, all_day)
+                if text is None:
+                    form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS"
+                    problems.append(Problem("exceptions", label, f"{name} must be a local time {form}"))
+                else:
+                    overrides[name] = text
+            else:
+                overrides[name] = value
+        if "start_date" in overrides and "end_date" in overrides and overrides["end_date"] < overrides["start_date"]:
+            problems.append(Problem("exceptions", label, "end_date is before start_date"))
+        if series is not None:
+            if key in series.exdates:
+                problems.append(Problem("exceptions", label, "this occurrence is removed by an EXDATE"))
+            elif not series.is_occurrence(key):
+                problems.append(Problem("exceptions", label, "not an occurrence of the series"))
+        if key in read:
+            problems.append(Problem("exceptions", label, "the same occurrence is listed twice"))
+        read[key] = overrides
+    return read
+
+
+def _read_key(raw, all_day: bool) -> datetime | None:
+    if isinstance(raw, datetime):
+        raw = dates.normalize_stored(raw)
+    elif isinstance(raw, date):
+        raw = raw.isoformat()
+    text = str(raw).strip()
+    try:
+        if KEY_DAY.match(text):
+            return datetime.fromisoformat(text) if all_day else None
+        moment = dates.read_local(text, UTC).replace(tzinfo=None)
+    except ValueError:
+        return None
+    if all_day and moment.time() != time():
+        return None
+    return moment
+
+
+def override_time(value, name: str, all_day: bool) -> str | None:
+    value = dates.normalize_stored(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if all_day and KEY_DAY.match(text):
+        text += " 00:00:00" if name == "start_date" else " 23:59:59"
+    try:
+        dates.read_local(text, UTC)
+    except ValueError:
+        return None
+    return text
