@@ -260,7 +260,8 @@ def test_mcp_server_request_patterns(compat, factory):
     # record goes to the trash all the same
     event = factory.event()
     r = compat.delete(f"{WP}/events/{event['id']}?force=true", headers=mcp_headers())
-    assert r.status_code == 200
+    assert r.status_code == 200 and r.get_json()["status"] == "trash"
+    assert r.get_json()["rest_url"] == f"http://localhost{WP}/events/{event['id']}"
 
     # errors come back in WordPress' envelope, which ApiError.fromWPError reads (code, message, data.status)
     r = get(f"{WP}/events/999999")
