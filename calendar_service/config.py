@@ -71,6 +71,7 @@ class Settings:
     committer_name: str = "Calendar Service"
     committer_email: str = "calendar-service@localhost"
     cors_origins: tuple[str, ...] = ()
+    wp_compat: bool = False            # also serve the API under /wp-json/tribe/events/v1 and /wp-json/
     # Host header values answered (Django's ALLOWED_HOSTS: "*" any, ".example.org" the domain and
     # its subdomains); empty = the local names and the host of ``site_url``
     allowed_hosts: tuple[str, ...] = ()
@@ -106,6 +107,7 @@ class Settings:
         "CALENDAR_COMMITTER_NAME": ("committer_name", str),
         "CALENDAR_COMMITTER_EMAIL": ("committer_email", str),
         "CALENDAR_CORS_ORIGINS": ("cors_origins", _list),
+        "CALENDAR_WP_COMPAT": ("wp_compat", _bool),
         "CALENDAR_ALLOWED_HOSTS": ("allowed_hosts", _list),
         "CALENDAR_GIT_REMOTE": ("git_remote", str),
         "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),

@@ -6,6 +6,7 @@ The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. ``bp`` and
 from __future__ import annotations
 
 from flask import Blueprint
+from werkzeug.routing import PathConverter
 
 from calendar_service.http import dispatch as pipeline
 from calendar_service.http.call import json_response
@@ -16,7 +17,20 @@ __all__ = ["bp", "json_response"]
 bp = Blueprint("calendar", __name__)
 
 
+class AnyPath(PathConverter):
+    """Werkzeug's ``path`` converter, but also across line breaks: ``/events/by-slug/abc%0A``
+    reaches the route table (whose ``[^/]+`` takes it, as WordPress' does) and gets the slug's
+    400, not a 404 for a path no route could match."""
+
+    regex = "[^/](?s:.)*?"
+
+
+@bp.record_once
+def _register_converter(state):
+    state.app.url_map.converters["anypath"] = AnyPath
+
+
 @bp.route(PREFIX, defaults={"rest": ""}, methods=ALL_METHODS, strict_slashes=False)
-@bp.route(PREFIX + "/<path:rest>", methods=ALL_METHODS)
+@bp.route(PREFIX + "/<anypath:rest>", methods=ALL_METHODS)
 def dispatch(rest: str):
     return pipeline.dispatch(rest)

@@ -21,6 +21,7 @@ from calendar_service.auth.limits import Busy, Throttled
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
                                           SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route)
 from calendar_service.http.i18n import LanguageSegment
+from calendar_service.http.prefix import WpCompat
 from calendar_service.service.build import build_service
 from calendar_service.service.errors import ServiceError
 
@@ -36,6 +37,8 @@ def create_app(test_config: dict | None = None) -> Flask:
             logger.addFilter(RedactSecrets())
     app = Flask(__name__)
     app.wsgi_app = LanguageSegment(NamespaceCase(app.wsgi_app))
+    if settings.wp_compat:  # /wp-json/tribe/events/v1/... is served as /calendar/events/v1/...
+        app.wsgi_app = WpCompat(app.wsgi_app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
@@ -67,6 +70,14 @@ def create_app(test_config: dict | None = None) -> Flask:
             return json_response({"ready": True, "head": service.branch_head()}, 200)
         error = ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE)
         return json_response(error.body(), error.status)
+
+    if settings.wp_compat:
+        from calendar_service.http.handlers.discovery import wp_index
+
+        @app.get("/wp-json", strict_slashes=False)
+        def wp_discovery():
+            """WordPress' discovery index (``/wp-json/``): the site and the ``tribe/events/v1`` routes."""
+            return json_response(wp_index(service), 200)
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):

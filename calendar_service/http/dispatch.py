@@ -18,14 +18,13 @@ from calendar_service.domain import permissions
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http.errors import ApiError
-from calendar_service.http import i18n
+from calendar_service.http import i18n, prefix
 from calendar_service.http.arguments import NO_DEFAULT
 from calendar_service.http.call import Call, json_response, service
 from calendar_service.http.handlers import HANDLERS
 from calendar_service.http.handlers.hooks import check_signature
 from calendar_service.http.form import php_nested
 from calendar_service.http.params import CheckContext, Invalid, check_value, depth
-from calendar_service.http.presenters import Urls
 from calendar_service.http.routes import NAMESPACE, Endpoint, match
 from calendar_service.service.calendar import CalendarService
 
@@ -53,9 +52,8 @@ def dispatch(rest: str) -> Response:
     snapshot = svc.snapshot()
     raw = gather(path_values)
     args, present = validate(endpoint, raw, CheckContext(snapshot, user, svc.accounts, svc.site_tz), svc)
-    base = request.host_url.rstrip("/")
-    segment = request.environ.get(i18n.ENVIRON_KEY)  # /it/calendar/events/v1/...: links keep it
-    urls = Urls(rest_base=base + (f"/{segment}" if segment else "") + PREFIX, site=svc.settings.site_url or base)
+    urls = prefix.request_urls(svc.settings)  # every emitted URL keeps the request's prefix
+    segment = request.environ.get(i18n.ENVIRON_KEY)
     call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw,
                 language=i18n.choose(raw.get("i18n_language"), segment))
     call.record = resolve_record(call)

@@ -19,7 +19,7 @@ from calendar_service.http.params import ORDERBY
 from calendar_service.http.presenters import Urls
 from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
 from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
-from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, Endpoint, Route, summary_of
+from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, WP_NAMESPACE, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")
@@ -34,11 +34,12 @@ def endpoint_args(endpoint: Endpoint) -> tuple[Arg, ...]:
 # ----------------------------------------------------------------------------- namespace index
 
 
-def _arg_schema(arg: Arg, language: str) -> dict:
-    """An argument as WordPress shows it in the index: JSON-schema keywords plus ``required``."""
+def _arg_schema(arg: Arg, language: str, namespace: str = NAMESPACE) -> dict:
+    """An argument as WordPress shows it in the index: JSON-schema keywords plus ``required``
+    (the index route's ``namespace`` argument defaults to the namespace the request addressed)."""
     out: dict = {}
     if arg.default is not NO_DEFAULT:
-        out["default"] = arg.default
+        out["default"] = namespace if arg.default == NAMESPACE and arg.name == "namespace" else arg.default
     if arg.description:
         out["description"] = gettext(arg.description, language)
     if arg.type:
@@ -54,30 +55,49 @@ def _arg_schema(arg: Arg, language: str) -> dict:
 def namespace_index(urls: Urls, language: str = "en") -> dict:
     """``GET /calendar/events/v1``: every route with its methods and arguments, as WordPress lists a namespace.
 
+    Under the compat prefix the namespace is ``tribe/events/v1`` and the routes are named with it.
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """
-    return _namespace_index(urls.rest_base, language)
+    return _namespace_index(urls.rest_base, urls.namespace, language)
 
 
 @functools.lru_cache(maxsize=8)
-def _namespace_index(rest_base: str, language: str) -> dict:
+def _namespace_index(rest_base: str, namespace: str, language: str) -> dict:
     routes = {}
     for route in ROUTES:
-        key = f"/{NAMESPACE}{route.pattern}"
+        key = f"/{namespace}{route.pattern}"
         entry = {
-            "namespace": NAMESPACE,
+            "namespace": namespace,
             "methods": route.methods,
             "endpoints": [
                 {"methods": list(e.methods),
-                 "args": {a.name: _arg_schema(a, language) for a in endpoint_args(e)} or []}
+                 "args": {a.name: _arg_schema(a, language, namespace) for a in endpoint_args(e)} or []}
                 for e in route.endpoints
             ],
         }
         if "(?P<" not in route.pattern:
             entry["_links"] = {"self": [{"href": rest_base + route.pattern}]}
         routes[key] = entry
-    site_root = rest_base[: -len(NAMESPACE)] if rest_base.endswith(NAMESPACE) else rest_base
-    return {"namespace": NAMESPACE, "routes": routes, "_links": {"up": [{"href": site_root}]}}
+    site_root = rest_base[: -len(namespace)] if rest_base.endswith(namespace) else rest_base
+    return {"namespace": namespace, "routes": routes, "_links": {"up": [{"href": site_root}]}}
+
+
+def wp_index(urls: Urls, language: str, site: dict) -> dict:
+    """``GET /wp-json/`` (with ``CALENDAR_WP_COMPAT``): WordPress' discovery index, listing the
+    ``tribe/events/v1`` namespace and its routes as WordPress does (``site``: name, description,
+    url, home, gmt_offset, timezone_string). Shared like ``namespace_index``'s answer."""
+    return _wp_index(urls.rest_base, urls.namespace, language, tuple(site.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _wp_index(rest_base: str, namespace: str, language: str, site: tuple) -> dict:
+    root = rest_base[: -len(namespace)] if rest_base.endswith(namespace) else rest_base + "/"
+    routes = {"/": {"namespace": "", "methods": ["GET"],
+                    "endpoints": [{"methods": ["GET"], "args": {"context": {"default": "view", "required": False}}}],
+                    "_links": {"self": [{"href": root}]}}}
+    routes.update(_namespace_index(rest_base, namespace, language)["routes"])
+    return {**dict(site), "namespaces": [namespace], "authentication": [], "routes": routes,
+            "_links": {"help": [{"href": "https://developer.wordpress.org/rest-api/"}]}}
 
 
 # ----------------------------------------------------------------------------- /doc: components
@@ -374,16 +394,34 @@ def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, lang
     return operation
 
 
-def openapi(urls: Urls, language: str = "en") -> dict:
+SERVER_TEXT = {
+    NAMESPACE: N_("The API under this service's own URL prefix."),
+    WP_NAMESPACE: N_("The same API under the URL space of The Events Calendar for WordPress, for its existing "
+                     "clients (served when CALENDAR_WP_COMPAT is on; WordPress' discovery index is /wp-json/)."),
+}
+
+
+def openapi(urls: Urls, language: str = "en", others: tuple[str, ...] = ()) -> dict:
     """``GET /doc``: an OpenAPI 3.0 description of every route, in ``language``.
 
-    The returned dict is shared by later calls with the same base URL and language: do not modify it.
+    ``servers[0]`` is the request's base; ``others`` are the bases of the same API under the
+    other prefix (with ``CALENDAR_WP_COMPAT``), listed after it, each server then described.
+    The returned dict is shared by later calls with the same arguments: do not modify it.
     """
-    return _openapi(urls.rest_base, language)
+    return _openapi(urls.rest_base, language, tuple(others))
+
+
+def _servers(rest_base: str, others: tuple[str, ...], language: str) -> list[dict]:
+    servers = [{"url": base + "/"} for base in (rest_base, *others)]
+    if others:
+        for server in servers:
+            kind = WP_NAMESPACE if server["url"].endswith(f"/{WP_NAMESPACE}/") else NAMESPACE
+            server["description"] = gettext(SERVER_TEXT[kind], language)
+    return servers
 
 
 @functools.lru_cache(maxsize=8)
-def _openapi(rest_base: str, language: str) -> dict:
+def _openapi(rest_base: str, language: str, others: tuple[str, ...] = ()) -> dict:
     paths: dict = {}
     bodies: dict = {}
     for route in ROUTES:
@@ -396,6 +434,6 @@ def _openapi(rest_base: str, language: str) -> dict:
         "info": {"version": "1.0.0", "title": "The Events Calendar REST API",
                  "description": gettext(INFO_DESCRIPTION, language)},
         "components": {"schemas": {**SCHEMAS, **bodies}},
-        "servers": [{"url": rest_base + "/"}],
+        "servers": _servers(rest_base, others, language),
         "paths": paths,
     }

@@ -15,7 +15,7 @@ from flask import Blueprint, Response, request, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 from werkzeug.exceptions import NotFound
 
-from calendar_service.http import i18n
+from calendar_service.http import i18n, prefix as api
 from calendar_service.http.routes import NAMESPACE
 
 ui = Blueprint("calendar_doc_ui", __name__)
@@ -42,7 +42,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
 def page():
     """The HTML page; its scripts load Swagger UI and point it at /doc (same language, same prefix)."""
     segment = request.environ.get(i18n.ENVIRON_KEY)
-    prefix = (f"/{segment}" if segment else "") + f"/{NAMESPACE}"
+    prefix = api.api_prefix()  # the prefix the page was asked under (a language, the compat prefix)
     language = i18n.choose(request.args.get("i18n_language"), segment)
     query = f"?{urlencode({'i18n_language': language})}" if i18n.normalize(request.args.get("i18n_language")) else ""
     assets = prefix + "/doc/ui"

@@ -177,8 +177,10 @@ def _strict_dates(value, ctx, arg):
 
 
 def _nonempty(value, ctx, arg):
-    # PHP's empty(): "" and "0" count as missing
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+    # the original's is_string(): a string (so a JSON number, boolean, array or object is refused:
+    # `{"organizer": 12345}` is a 400, not an organizer named "12345"; form and query values are
+    # always strings), and PHP's empty(): "" and "0" count as missing
+    if not isinstance(value, str):
         raise Invalid()
     text = str(value)
     if text.strip() in ("", "0"):

@@ -21,10 +21,12 @@ from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VE
 
 @dataclass(frozen=True)
 class Urls:
-    """Where things are: the REST base (``.../calendar/events/v1``) and the public site."""
+    """Where things are: the REST base (``.../calendar/events/v1``, or the compat prefix's
+    ``.../wp-json/tribe/events/v1``), the public site, and the namespace the base ends with."""
 
     rest_base: str
     site: str
+    namespace: str = "calendar/events/v1"
 
     @property
     def host_path(self) -> str:

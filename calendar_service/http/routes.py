@@ -14,6 +14,7 @@ from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Re
 from calendar_service.http.arguments import ICAL, Arg, archive_args, create_args, update_args
 
 NAMESPACE = "calendar/events/v1"
+WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
 EDIT = ("POST", "PUT", "PATCH")
 
 

@@ -1,7 +1,11 @@
-"""The namespace index and the OpenAPI document."""
+"""The namespace index, the OpenAPI document and (with CALENDAR_WP_COMPAT) WordPress' discovery index."""
 from __future__ import annotations
 
-from calendar_service.http import docs
+from datetime import datetime, timezone
+
+from flask import request
+
+from calendar_service.http import docs, i18n, prefix
 from calendar_service.http.call import Call
 
 
@@ -10,4 +14,16 @@ def handle_index(call: Call):
 
 
 def handle_doc(call: Call):
-    return docs.openapi(call.urls, call.language), 200
+    return docs.openapi(call.urls, call.language, prefix.other_bases(call.service.settings)), 200
+
+
+def wp_index(service) -> dict:
+    """``GET /wp-json/``: what WordPress answers there, for the one namespace served under it."""
+    settings = service.settings
+    urls = prefix.wp_urls(settings)
+    offset = datetime.now(timezone.utc).astimezone(settings.tz).utcoffset().total_seconds() / 3600
+    site = {"name": urls.host_path, "description": "", "url": urls.site, "home": urls.site,
+            "gmt_offset": int(offset) if offset == int(offset) else offset,
+            "timezone_string": settings.site_timezone}
+    language = i18n.normalize(request.args.get("i18n_language")) or i18n.DEFAULT
+    return docs.wp_index(urls, language, site)

@@ -1,0 +1,88 @@
+"""The URL prefix a request used, and the URLs the API emits under it: the one place that knows.
+
+The API lives under ``/calendar/events/v1`` (optionally after a language segment, see
+``i18n``). With ``CALENDAR_WP_COMPAT`` on it is also served under the original plugin's URL
+space, ``/wp-json/tribe/events/v1``, so existing clients of The Events Calendar connect
+unchanged, and WordPress' discovery route ``/wp-json/`` lists that namespace.
+
+``WpCompat`` (WSGI) serves a compat path as the native one and records the prefix it came
+with in the environ; ``request_urls`` builds every emitted URL (``rest_url``, paging links,
+``_links``, ``/doc`` servers) from the prefix of the request, so an answer under one prefix
+never names the other.
+"""
+from __future__ import annotations
+
+import re
+
+from flask import request
+
+from calendar_service.http import i18n
+from calendar_service.http.presenters import Urls
+from calendar_service.http.routes import NAMESPACE, WP_NAMESPACE
+
+NATIVE = "/" + NAMESPACE                    # /calendar/events/v1
+WP_ROOT = "/wp-json"                        # WordPress' REST root (its discovery route is WP_ROOT + "/")
+WP = f"{WP_ROOT}/{WP_NAMESPACE}"            # /wp-json/tribe/events/v1
+ENVIRON_KEY = "calendar.api_prefix"
+
+
+class WpCompat:
+    """WSGI middleware: ``/wp-json/tribe/events/v1/...`` is served as ``/calendar/events/v1/...``.
+
+    The namespace part matches case-insensitively, as WordPress matches routes. The prefix is
+    kept in the environ (``ENVIRON_KEY``) so every URL of the answer uses it. Only installed
+    when ``CALENDAR_WP_COMPAT`` is on; without it ``/wp-json/...`` is a 404 like any unknown path.
+    """
+
+    PATTERN = re.compile(r"\A/wp-json/tribe/events/v1(/.*)?\Z", re.I | re.S)
+
+    def __init__(self, wsgi_app):
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ, start_response):
+        found = self.PATTERN.match(environ.get("PATH_INFO", ""))
+        if found:
+            environ[ENVIRON_KEY] = WP
+            environ["PATH_INFO"] = NATIVE + (found.group(1) or "")
+        return self.wsgi_app(environ, start_response)
+
+
+def api_prefix() -> str:
+    """The path before the API's routes as the request gave it: ``/calendar/events/v1``,
+    ``/it/calendar/events/v1`` or ``/wp-json/tribe/events/v1``."""
+    compat = request.environ.get(ENVIRON_KEY)
+    if compat:
+        return compat
+    segment = request.environ.get(i18n.ENVIRON_KEY)  # /it/calendar/events/v1/...: links keep it
+    return (f"/{segment}" if segment else "") + NATIVE
+
+
+def namespace() -> str:
+    """The namespace the request addressed (the index names its routes with it)."""
+    return WP_NAMESPACE if request.environ.get(ENVIRON_KEY) else NAMESPACE
+
+
+def host_base() -> str:
+    """Scheme and host of the request, without a trailing slash."""
+    return request.host_url.rstrip("/")
+
+
+def request_urls(settings) -> Urls:
+    """Where things are for this request: the REST base under the request's prefix, and the site."""
+    base = host_base()
+    return Urls(rest_base=base + api_prefix(), site=settings.site_url or base, namespace=namespace())
+
+
+def wp_urls(settings) -> Urls:
+    """The URLs under the compat prefix, whatever the request's path (``/wp-json/`` lists them)."""
+    base = host_base()
+    return Urls(rest_base=base + WP, site=settings.site_url or base, namespace=WP_NAMESPACE)
+
+
+def other_bases(settings) -> tuple[str, ...]:
+    """The REST bases of the same API under the other prefix (``/doc`` lists them as further
+    servers): none unless ``CALENDAR_WP_COMPAT`` is on."""
+    if not settings.wp_compat:
+        return ()
+    base = host_base()
+    return (base + NATIVE,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
