@@ -639,3 +639,18 @@ def test_a_window_gives_exactly_the_occurrences_inside_it(s, ws, we, sa, sb, ea,
     expected = [o for o in rec.occurrences(s) if inside(o)]
     got = list(rec.occurrences(s, ws, we, horizon, starts_after=sa, starts_before=sb, ends_after=ea, ends_before=eb))
     assert got == expected
+
+
+def test_series_of_reads_a_record_once_per_blob():
+    from calendar_service.domain.records import Record
+    from calendar_service.domain.recurrence.record import is_recurring, series_of
+    from calendar_service.domain.resources import EVENTS
+    data = {"id": 41, "start_date": "2026-09-01 19:00:00", "end_date": "2026-09-01 21:00:00",
+            "timezone": "Europe/Berlin", "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=3"]}
+    record = Record(EVENTS, data, "events/choir.md", "b1")
+    series = series_of(record, ZoneInfo("UTC"))
+    assert is_recurring(record) and series_of(record, ZoneInfo("UTC")) is series
+    assert [o.start.hour for o in rec.occurrences(series)] == [19, 19, 19]
+    assert series_of(Record(EVENTS, dict(data, recurrence=None), "events/one.md", "b2"), ZoneInfo("UTC")) is None
+    with pytest.raises(rec.RecurrenceError):
+        series_of(Record(EVENTS, dict(data, recurrence=["RRULE:FREQ=SECONDLY"]), "events/bad.md", "b3"), ZoneInfo("UTC"))
