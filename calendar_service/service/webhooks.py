@@ -179,10 +179,12 @@ class Webhooks:
         if cursor == ZERO or self.store.is_ancestor(cursor, head):
             steps = [c for c, _ in self.store.first_parent_steps(None if cursor == ZERO else cursor, head,
                                                                  STEPS_PER_ROUND)]
-        elif self.store.is_ancestor(head, cursor):
+        elif self.settings.git_remote and self.store.is_ancestor(head, cursor):
+            # a replica sharing the state dir announced commits this one has not pulled yet (a remote
+            # reset to an older commit is announced with the next commit, as a replaced history)
             self._waiting(f"this repository's branch is behind the last announced commit {cursor[:12]}")
             return False
-        else:  # the branch was force-moved: announce the net change from what was announced last
+        else:  # the branch was reset or force-moved: announce the net change from what was announced last
             log.warning("webhooks: the branch no longer holds %s (history rewritten); announcing the net changes "
                         "to %s", cursor[:12], head[:12])
             steps, replaced = [head], cursor
@@ -233,8 +235,10 @@ class Webhooks:
         if types and entry["type"] not in types:
             return False
         wanted = {"categories": flt.get("categories"), "tags": flt.get("tags")}
-        if entry["type"] != EVENTS.name or not any(wanted.values()):
+        if not any(wanted.values()):
             return True
+        if entry["type"] != EVENTS.name:  # a category or tag filter asks for events only
+            return False
         key = (entry["type"], entry["id"])
         for record in (after.get(key), before.get(key)):
             if record is None:
