@@ -216,7 +216,8 @@ class Settings:
             raise ValueError("CALENDAR_WEBHOOK_LEASE must be longer than CALENDAR_WEBHOOK_TIMEOUT")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
-        allow = tuple(self.webhook_allow_private)
+        allow = self.webhook_allow_private
+        allow = _networks(allow) if isinstance(allow, str) else tuple(allow)  # create_app({...}) may pass text
         for network in allow:
             if network != "*":
                 try:

@@ -353,12 +353,13 @@ def test_kill_9_of_the_sender_loses_no_delivery_and_repeats_keep_their_id(paths,
         status, body, _ = server.request("POST", "/subscriptions", {"url": receiver.url("/kill")}, auth=editor)
         assert status == 201, body
         receiver.secrets["/kill"] = body["secret"]
-        receiver.delay = 0.1
+        receiver.delay = 0.3  # the queue is still full when the kill comes
         for n in range(6):
             assert server.request("POST", "/events", {"title": f"Before {n}", **EVENT}, auth=editor)[0] == 201
         wait_for(lambda: receiver.to("/kill"), what="the first delivery")
         server.kill()  # SIGKILL mid-stream
         assert len(receiver.to("/kill")) < 6
+        receiver.delay = 0.02
         server = _server(paths, state).start()
         for n in range(4):
             assert server.request("POST", "/events", {"title": f"After {n}", **EVENT}, auth=editor)[0] == 201
