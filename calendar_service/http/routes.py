@@ -200,7 +200,6 @@ def build_routes() -> tuple[Route, ...]:
             ), resource),
         ]
     routes += _audit_routes()
-    routes += _subscription_routes()
     routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature",
                                                  N_("Pull the git remote after a signed push event"),
                                                  "GitHookResult"),)))
@@ -208,6 +207,7 @@ def build_routes() -> tuple[Route, ...]:
                                              N_("Show the state of the content repository for operators: the branch "
                                                 "head, the git remote and its last pull, a refused commit, the search "
                                                 "index and the files skipped at the head")),)))
+    routes += _subscription_routes()
     return tuple(routes)
 
 
