@@ -5,6 +5,7 @@ tests and embedding code may pass to ``create_app`` directly.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -21,6 +22,19 @@ def _bool(value: str) -> bool:
 
 def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _networks(value: str) -> tuple[str, ...]:
+    """``CALENDAR_WEBHOOK_ALLOW_PRIVATE``: a true value (``1``, ``true``, ``*``) allows every address,
+    a false one none, anything else is a comma-separated list of networks (``127.0.0.0/8,10.1.0.0/16``)."""
+    if value.strip() == "*" or parse_bool(value, LENIENT) is True:
+        return ("*",)
+    if parse_bool(value, LENIENT) is False:
+        return ()
+    networks = _list(value)
+    for network in networks:
+        ipaddress.ip_network(network, strict=False)  # ValueError names the bad one
+    return networks
 
 
 # a branch name git accepts and no command line can mistake for an option
@@ -91,6 +105,18 @@ class Settings:
     limiter_size: int = 10_000          # keys each limiter remembers at most (oldest dropped)
     argon2_concurrency: int = 2         # Argon2 checks (~50 MB each) running at once per process
     trust_forwarded_for: bool = False   # client address from X-Forwarded-For (behind a proxy only)
+    # outbound webhooks (service/webhooks.py): subscriptions and their delivery queue live in one
+    # SQLite database in ``state_dir`` (never in the content repository)
+    state_dir: Path = Path("state")
+    webhook_delivery: bool = True        # this process may deliver (one at a time, by a lease in the database)
+    # networks webhook targets may be in besides public addresses: () none, ("*",) any
+    webhook_allow_private: tuple[str, ...] = ()
+    webhook_timeout: float = 10.0        # seconds to connect to a target and read its answer
+    webhook_backoff: float = 10.0        # first retry after this many seconds, doubled per failure ...
+    webhook_backoff_max: float = 3600.0  # ... up to this many
+    webhook_max_failures: int = 20       # consecutive failures that disable a subscription; 0 = never
+    webhook_lease: float = 30.0          # seconds a delivering process holds the lease without renewing it
+    webhook_poll: float = 1.0            # seconds between looks at the branch head and the queue
 
     # environment variable -> (field name, converter)
     ENV = {
@@ -122,6 +148,15 @@ class Settings:
         "CALENDAR_LIMITER_SIZE": ("limiter_size", int),
         "CALENDAR_ARGON2_CONCURRENCY": ("argon2_concurrency", int),
         "CALENDAR_TRUST_FORWARDED_FOR": ("trust_forwarded_for", _bool),
+        "CALENDAR_STATE_DIR": ("state_dir", Path),
+        "CALENDAR_WEBHOOK_DELIVERY": ("webhook_delivery", _bool),
+        "CALENDAR_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", _networks),
+        "CALENDAR_WEBHOOK_TIMEOUT": ("webhook_timeout", float),
+        "CALENDAR_WEBHOOK_BACKOFF": ("webhook_backoff", float),
+        "CALENDAR_WEBHOOK_BACKOFF_MAX": ("webhook_backoff_max", float),
+        "CALENDAR_WEBHOOK_MAX_FAILURES": ("webhook_max_failures", int),
+        "CALENDAR_WEBHOOK_LEASE": ("webhook_lease", float),
+        "CALENDAR_WEBHOOK_POLL": ("webhook_poll", float),
     }
 
     @classmethod
@@ -170,11 +205,34 @@ class Settings:
         users = self.users_file.expanduser().resolve()
         if users == content or content in users.parents:
             raise ValueError("CALENDAR_USERS_FILE must not be inside the content repository")
+        state = self.state_dir.expanduser().resolve()
+        if state == content or content in state.parents:
+            raise ValueError("CALENDAR_STATE_DIR must not be inside the content repository")
+        for name, value in (("CALENDAR_WEBHOOK_TIMEOUT", self.webhook_timeout),
+                            ("CALENDAR_WEBHOOK_BACKOFF", self.webhook_backoff),
+                            ("CALENDAR_WEBHOOK_BACKOFF_MAX", self.webhook_backoff_max),
+                            ("CALENDAR_WEBHOOK_POLL", self.webhook_poll)):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
+        if not self.webhook_lease > self.webhook_timeout:
+            raise ValueError("CALENDAR_WEBHOOK_LEASE must be longer than CALENDAR_WEBHOOK_TIMEOUT")
+        if self.webhook_max_failures < 0:
+            raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
+        allow = self.webhook_allow_private
+        allow = _networks(allow) if isinstance(allow, str) else tuple(allow)  # create_app({...}) may pass text
+        for network in allow:
+            if network != "*":
+                try:
+                    ipaddress.ip_network(network, strict=False)
+                except ValueError:
+                    raise ValueError(f"CALENDAR_WEBHOOK_ALLOW_PRIVATE: {network!r} is not a network") from None
         return replace(
             self,
             content_dir=content,
             index_dir=self.index_dir.expanduser().resolve(),
             users_file=users,
+            state_dir=state,
+            webhook_allow_private=allow,
             site_url=self.site_url.rstrip("/"),
             git_remote=self.git_remote.strip(),
             git_remote_branch=self.git_remote_branch or self.branch,

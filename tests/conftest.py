@@ -46,7 +46,8 @@ def users_template(tmp_path_factory) -> Path:
 def paths(tmp_path, users_template) -> dict:
     users = tmp_path / "users.yaml"
     shutil.copy(users_template, users)
-    return {"content_dir": tmp_path / "content", "index_dir": tmp_path / "index", "users_file": users}
+    return {"content_dir": tmp_path / "content", "index_dir": tmp_path / "index", "users_file": users,
+            "state_dir": tmp_path / "state"}
 
 
 @pytest.fixture

@@ -56,13 +56,14 @@ def create_body(resource: str, n: int) -> dict:
 
 # routes the original does not have (revisions, changes feed): tested in test_revisions_changes.py;
 # the webhook and the status view: test_remote.py, test_pull_security.py, test_status.py
-EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook", "status"}
+EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook", "status", "subscriptions", "subscription",
+                      "deliveries"}
 ORIGINAL_ROUTES = tuple(r for r in ROUTES if r.endpoints[0].handler not in EXTENSION_HANDLERS)
 
 
 def is_extension_path(key: str) -> bool:
     return ("/revisions" in key or key.endswith("/changes") or key.endswith("/hooks/git")
-            or key.endswith("/status"))
+            or key.endswith("/status") or "/subscriptions" in key)
 
 
 def concrete_path(route, world) -> str:
@@ -92,6 +93,7 @@ def test_route_table_is_the_documented_inventory():
         "/changes",
         "/hooks/git",
         "/status",
+        "/subscriptions", r"/subscriptions/(?P<id>\d+)", r"/subscriptions/(?P<id>\d+)/deliveries",
     ]
 
 

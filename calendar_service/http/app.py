@@ -48,6 +48,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     service.warm_up()
     app.extensions["calendar"] = service
     service.start_pulling()
+    service.start_webhooks()
 
     from calendar_service.http.api import bp, json_response
     from calendar_service.http.dispatch import PREFIX

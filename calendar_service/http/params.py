@@ -23,6 +23,7 @@ from calendar_service.http.arguments import Arg, create_args
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 
 MAX_DEPTH = 8
+RESOURCE_TYPES = ("events", "venues", "organizers", "categories", "tags")
 MAX_LIST = 1000
 
 
@@ -439,6 +440,27 @@ def _existing_slug(resource):
     return check
 
 
+def _webhook_url(value, ctx, arg):
+    """A webhook target: a non-empty string (the service resolves and checks it)."""
+    text = to_str(value, arg.name).strip()
+    if not text:
+        raise Invalid("The URL may not be empty.")
+    return text
+
+
+def _resource_types(value, ctx, arg):
+    """Resource types (events, venues, organizers, categories, tags), CSV or array, at least one."""
+    found = []
+    for item in as_list(value):
+        if item not in RESOURCE_TYPES:
+            raise Invalid(f"{arg.name} must be among " + ", ".join(RESOURCE_TYPES) + ".")
+        if item not in found:
+            found.append(item)
+    if not found:
+        raise Invalid(f"{arg.name} must name at least one of " + ", ".join(RESOURCE_TYPES) + ".")
+    return found
+
+
 def _commit_id(value, ctx, arg):
     # only hex ever reaches git: a request value can never become a git option
     text = str(value).strip().lower()
@@ -449,6 +471,8 @@ def _commit_id(value, ctx, arg):
 
 CHECKS = {
     "positive_int": _positive_int,
+    "webhook_url": _webhook_url,
+    "resource_types": _resource_types,
     "date": _date,
     "strict_dates": _strict_dates,
     "search": _nonempty,

@@ -208,6 +208,7 @@ def build_routes() -> tuple[Route, ...]:
                                              N_("Show the state of the content repository for operators: the branch "
                                                 "head, the git remote and its last pull, a refused commit, the search "
                                                 "index and the files skipped at the head")),)))
+    routes += _subscription_routes()
     return tuple(routes)
 
 
@@ -248,6 +249,56 @@ def _audit_routes() -> list[Route]:
                                               summary=N_("List the records changed since an earlier response"),
                                               response="ChangeList"),)))
     return routes
+
+
+# Outbound webhooks (editors and administrators; editors manage their own subscriptions)
+SUBSCRIPTION_ID = Arg("id", N_("The subscription ID"), type="integer", required=True, location="path")
+_TARGET = N_("The URL deliveries are posted to: http or https, a host that resolves to public addresses only "
+             "(unless the server allows private networks), no user name or password")
+_TYPES = N_("Only changes of these resource types are delivered (events, venues, organizers, categories, tags); "
+            "default all")
+_CATEGORIES = N_("Only changes of events in one of these event categories (IDs or slugs) are delivered, together "
+                 "with the tags filter; default any")
+_TAGS = N_("Only changes of events with one of these event tags (IDs or slugs) are delivered, together with the "
+           "categories filter; default any")
+_ENABLED = N_("Whether the subscription is delivered to; true re-enables a subscription disabled after failed "
+              "deliveries (its queued deliveries are retried at once)")
+SUBSCRIPTION_FILTER = (
+    Arg("types", _TYPES, items="string", check="resource_types", location="body"),
+    Arg("categories", _CATEGORIES, items="integer", check="category_list", location="body"),
+    Arg("tags", _TAGS, items="integer", check="tag_list", location="body"),
+)
+LIST_PAGE = (
+    Arg("page", N_("The page of the list to return"), type="integer", default=1, check="positive_int"),
+    Arg("per_page", N_("The number of items to return on each page (at most 50)"), type="integer", default=10,
+        check="positive_int"),
+)
+
+
+def _subscription_routes() -> list[Route]:
+    return [
+        Route("/subscriptions", (
+            Endpoint(("GET",), "subscriptions", LIST_PAGE, "audit",
+                     N_("List webhook subscriptions (an editor's own; all for administrators)")),
+            Endpoint(("POST",), "subscribe",
+                     (Arg("url", _TARGET, type="string", required=True, check="webhook_url", location="body"),)
+                     + SUBSCRIPTION_FILTER, "audit",
+                     N_("Subscribe a URL to the changes of the calendar (the answer shows the signing secret, "
+                        "once)")),
+        )),
+        Route(r"/subscriptions/(?P<id>\d+)", (
+            Endpoint(("GET",), "subscription", (SUBSCRIPTION_ID,), "audit", N_("Get a webhook subscription")),
+            Endpoint(EDIT, "update_subscription",
+                     (SUBSCRIPTION_ID, Arg("url", _TARGET, type="string", check="webhook_url", location="body"))
+                     + SUBSCRIPTION_FILTER + (Arg("enabled", _ENABLED, type="boolean", location="body"),), "audit",
+                     N_("Change or re-enable a webhook subscription")),
+            Endpoint(("DELETE",), "unsubscribe", (SUBSCRIPTION_ID,), "audit", N_("Delete a webhook subscription")),
+        )),
+        Route(r"/subscriptions/(?P<id>\d+)/deliveries", (
+            Endpoint(("GET",), "deliveries", (SUBSCRIPTION_ID,) + LIST_PAGE, "audit",
+                     N_("List the deliveries of a webhook subscription, newest first")),
+        )),
+    ]
 
 
 ROUTES = build_routes()

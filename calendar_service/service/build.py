@@ -17,6 +17,7 @@ from calendar_service.config import Settings
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import sample
 from calendar_service.service.calendar import CalendarService
+from calendar_service.service.webhooks import Webhooks
 from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.store import GitStore, StoreError
 
@@ -51,7 +52,9 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     except BaseException:
         store.close()
         raise
-    return CalendarService(settings, store, catalog, accounts, index)
+    service = CalendarService(settings, store, catalog, accounts, index)
+    service.webhooks = Webhooks(settings, store, catalog, service.history, accounts)
+    return service
 
 
 def open_repository(store: GitStore, settings: Settings) -> None:

@@ -67,6 +67,7 @@ class CalendarService:
         self._closed = threading.Event()
         self._writing = threading.local()      # set while this thread holds the write lock here
         self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
+        self.webhooks = None  # service.webhooks.Webhooks, set by build_service
 
     @property
     def site_tz(self):
@@ -110,6 +111,8 @@ class CalendarService:
             return
         self._closed.set()
         self.sync.stop()
+        if self.webhooks is not None:
+            self.webhooks.close()
         self.store.close()
 
     # ------------------------------------------------------------------------- reads
@@ -269,6 +272,8 @@ class CalendarService:
                     raise self.sync.failure(exc, "The write was not applied.") from None
                 except StoreError as exc:
                     raise errors.conflict(str(exc)) from None
+                if self.webhooks is not None:
+                    self.webhooks.nudge()
                 if target is None:
                     return None
                 resource, record_id = target
@@ -319,7 +324,10 @@ class CalendarService:
 
     def pull_remote(self) -> PullResult:
         """Bring the branch in line with the git remote (see ``RemoteSync.pull``)."""
-        return self.sync.pull()
+        result = self.sync.pull()
+        if self.webhooks is not None:
+            self.webhooks.nudge()
+        return result
 
     def branch_head(self) -> str | None:
         """The commit the service's branch points at."""
@@ -346,6 +354,10 @@ class CalendarService:
     def start_pulling(self) -> threading.Thread | None:
         """Start the periodic pull (see ``RemoteSync.start``)."""
         return self.sync.start()
+
+    def start_webhooks(self) -> threading.Thread | None:
+        """Start the webhook delivery thread (see ``Webhooks.start``)."""
+        return self.webhooks.start() if self.webhooks is not None else None
 
     def stop_pulling(self) -> None:
         self.sync.stop()

@@ -138,7 +138,14 @@ class History:
             raise errors.changes_token_expired()
         if since == head or head is None:
             return [], token
-        diff = self.store.diff(None if since == ZERO else since, head)
+        before, after = self.records_changed(since, snapshot)
+        return self.entries(before, after, user), token
+
+    def records_changed(self, since: str | None, snapshot: Snapshot) -> tuple[dict, dict]:
+        """The records whose files differ between the commit ``since`` (None or ZERO: the empty
+        tree) and ``snapshot``: ``before`` and ``after`` map (resource name, id) to the record as
+        it was at ``since`` and as ``snapshot`` serves it (absent: not there, or not served)."""
+        diff = self.store.diff(None if since in (None, ZERO) else since, snapshot.commit)
         old_contents = self.store.read_blobs(old for old, _ in diff.values() if old)
         before: dict = {}
         after: dict = {}
@@ -159,6 +166,11 @@ class History:
                 current = snapshot.get(RESOURCES[key[0]], key[1])
                 if current is not None:
                     after[key] = current
+        return before, after
+
+    def entries(self, before: dict, after: dict, user: User | None) -> list[dict]:
+        """The changes-feed entries of ``records_changed`` from ``user``'s point of view, ordered
+        by type then id: a record ``user`` cannot read at one end counts as absent there."""
         order = {name: i for i, name in enumerate(RESOURCES)}
         found = []
         for key in sorted(set(before) | set(after), key=lambda k: (order[k[0]], k[1])):
@@ -167,7 +179,7 @@ class History:
             if was or now:
                 action = "updated" if was and now else "created" if now else "deleted"
                 found.append({"type": key[0], "id": key[1], "action": action})
-        return found, token
+        return found
 
     def _on_branch(self, commit: str, head: str | None) -> bool:
         return head is not None and self.store.is_ancestor(commit, head)

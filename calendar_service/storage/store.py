@@ -173,6 +173,23 @@ class GitStore:
         """The full id of the commit ``value`` (4 to 40 hex digits) names; None for none or several."""
         return self._history.resolve_commit(value)
 
+    def first_parent_steps(self, since: str | None, until: str, limit: int) -> list[tuple[str, str | None]]:
+        """The commits that moved the branch from ``since`` (None: from its start) to ``until``,
+        oldest first, at most ``limit``: (commit, its first parent or None). A merge is one step
+        (its first parent is the branch before it); the commits it brought in are not listed."""
+        span = until if since is None else f"{since}..{until}"
+        out = self._git("rev-list", "--first-parent", "--reverse", "--parents", span).decode("ascii", "replace")
+        steps = []
+        for line in out.splitlines()[:limit]:
+            ids = line.split()
+            if ids and all(SHA.match(i) for i in ids):
+                steps.append((ids[0], ids[1] if len(ids) > 1 else None))
+        return steps
+
+    def has_commit(self, commit: str) -> bool:
+        """Whether the repository holds ``commit`` (a full id)."""
+        return bool(SHA.match(commit or "")) and self._gitcmd.succeeds("cat-file", "-e", f"{commit}^{{commit}}")
+
     def log(self, folder: str, head: str | None = None, since: str | None = None) -> list[dict]:
         """Every commit of the branch (newest first; after ``since`` if given) that changed a file
         under ``folder``: dicts with ``commit``, ``author`` (name, email), ``date`` (ISO 8601),

@@ -7,6 +7,9 @@ from calendar_service.http.handlers.archives import handle_archive
 from calendar_service.http.handlers.audit import handle_changes, handle_revision, handle_revisions
 from calendar_service.http.handlers.discovery import handle_doc, handle_index
 from calendar_service.http.handlers.hooks import handle_git_hook, handle_status
+from calendar_service.http.handlers.subscriptions import (handle_deliveries, handle_subscribe, handle_subscription,
+                                                         handle_subscriptions, handle_unsubscribe,
+                                                         handle_update_subscription)
 from calendar_service.http.handlers.records import handle_create, handle_delete, handle_single, handle_update
 
 HANDLERS = {
@@ -22,4 +25,10 @@ HANDLERS = {
     "revisions": handle_revisions,
     "revision": handle_revision,
     "changes": handle_changes,
+    "subscriptions": handle_subscriptions,
+    "subscribe": handle_subscribe,
+    "subscription": handle_subscription,
+    "update_subscription": handle_update_subscription,
+    "unsubscribe": handle_unsubscribe,
+    "deliveries": handle_deliveries,
 }
