@@ -187,16 +187,22 @@ class GitStore:
 
     @contextlib.contextmanager
     def write_lock(self):
-        """Hold the repository's write lock: one writer at a time across threads and processes."""
-        with self._thread_lock:
-            self.git_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.git_dir / "calendar-write.lock", os.O_RDWR | os.O_CREAT, WRITE_LOCK_MODE)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+        """Hold the repository's write lock: one writer at a time across threads and processes.
+
+        On leaving, once the lock is released, git's index entries of the files written are
+        updated (``Writer.settle``: one ``git update-index`` for the writes of several threads)."""
+        try:
+            with self._thread_lock:
+                self.git_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.git_dir / "calendar-write.lock", os.O_RDWR | os.O_CREAT, WRITE_LOCK_MODE)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+        finally:
+            self._writer.settle()
 
     def commit(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
                expected_head: str | None, push: bool = False) -> str:
