@@ -27,9 +27,13 @@ FILE_MODES = (0o100644, 0o100755)
 LOOSE_OBJECT_MODE = 0o444     # git's own loose objects are read-only
 SHA_BYTES = 20                # a binary object id
 TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
-# zlib level of loose objects: git's own default (core.looseCompression = 1, best speed). A
+# zlib level of the objects in a pack: git's default for loose objects (core.looseCompression = 1). A
 # 100,000-entry folder's tree is ~5 MB: level 6 costs ~10x more time for ~10% fewer bytes.
-LOOSE_COMPRESSION = 1
+PACK_COMPRESSION = 1
+# an object this big (a folder's tree at 10,000 files and more) is stored without compression
+# (zlib level 0, still a valid zlib stream): at 100,000 events the events tree is ~3.9 MB and
+# level 1 costs ~10x the time of writing the extra bytes. Merging packs deltifies these trees.
+STORED_SIZE = 256 * 1024
 
 
 def blob_sha(data: bytes) -> str:
@@ -73,7 +77,7 @@ PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_FILE_MODE = 0o444          # git's packs are read-only too
 
 
-def pack_bytes(objects: list[tuple[bytes, bytes, bytes]], level: int = LOOSE_COMPRESSION) -> tuple[bytes, bytes]:
+def pack_bytes(objects: list[tuple[bytes, bytes, bytes]], level: int = PACK_COMPRESSION) -> tuple[bytes, bytes]:
     """The pack file (version 2, no deltas) and its index (version 2) of ``objects``, a list
     of (binary id, kind, content); their ids are given, not checked."""
     pack = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
@@ -88,7 +92,7 @@ def pack_bytes(objects: list[tuple[bytes, bytes, bytes]], level: int = LOOSE_COM
             byte = size & 0x7F
             size >>= 7
         header.append(byte)
-        entry = bytes(header) + zlib.compress(data, level)
+        entry = bytes(header) + zlib.compress(data, level if len(data) < STORED_SIZE else 0)
         where.append((binsha, zlib.crc32(entry) & 0xFFFFFFFF, len(pack)))
         pack += entry
     pack_sha = hashlib.sha1(pack).digest()
