@@ -3,11 +3,12 @@
 ``GitStore`` is the one entry point; it holds small collaborators, each in its own module:
 
 - ``gitcmd``    running git with a clean environment
-- ``objects``   loose objects, trees and commit objects written in process
+- ``objects``   trees and commit objects written in process, one small pack per commit
 - ``readers``   git's machine output, one reader per format
 - ``history``   reading any commit: files, differences, blobs, the log
 - ``writing``   a commit, then one step that advances the branch (journal, compare-and-swap
-                ``update-ref``, working tree)
+                of the ref, working tree); git's index updated after the lock (``settle``)
+- ``refs``      moving the branch in process with git's lock protocol, flushed to disk
 - ``recovery``  the journal, stale git locks, git's index after a killed write
 - ``remote``    the git remote: fetch, push, pull, replay
 - ``bulk``      an import of many new files as one commit
@@ -86,7 +87,8 @@ class GitStore:
             self._git("init", "-q", "-b", self.branch)
 
     def close(self) -> None:
-        """Release the git helper processes GitPython keeps per Repo."""
+        """Release the git helper processes GitPython keeps per Repo (after a running merge of packs)."""
+        self._writer.wait_for_merge()
         with self._thread_lock:
             self._objects.close()
 
@@ -219,7 +221,8 @@ class GitStore:
             self.push(new_commit)
         try:
             self._writer.advance(expected_head, new_commit, message.replace("\0", "").splitlines()[0],
-                                 {p: old_blobs.get(p) for p in changes}, lambda: self._sync_worktree(changes))
+                                 {p: old_blobs.get(p) for p in changes}, lambda: self._sync_worktree(changes),
+                                 touches_index=False)
         except BranchMoved:
             if not push:
                 raise

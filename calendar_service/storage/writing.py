@@ -1,9 +1,11 @@
 """Writing: a commit object built in process, then one step that advances the branch.
 
-Blobs, trees and the commit object are written in process (no git process), then the
-branch moves with ``git update-ref NEW OLD`` (a compare-and-swap: it refuses if the branch
-moved meanwhile), then the working tree and git's index are brought in line. A journal
-spans the last two steps so that a process killed in between is finished by the next start.
+Blobs, trees and the commit object are written in process as one small pack (no git
+process), then the branch moves by a compare-and-swap in process (``refs``: git's lock
+protocol, refused if the branch moved meanwhile, flushed to disk), then the working tree is
+brought in line. A journal spans the last two steps so that a process killed in between is
+finished by the next start. git's index is updated after the write lock is released, once
+for all the writes waiting (``settle``).
 """
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ class Writer:
         self._unindexed: dict[str, None] = {}      # paths written whose git index entry is not updated yet
         self._unindexed_lock = threading.Lock()
         self._settling = threading.Lock()
+        self._merging: threading.Thread | None = None
 
     def build(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
               expected_head: str | None) -> tuple[str, dict[str, str]]:
@@ -114,10 +117,11 @@ class Writer:
                              "commit or discard them first")
 
     def advance(self, old: str | None, new: str, reason: str, before: dict[str, str | None],
-                update_worktree: Callable[[], None]) -> None:
+                update_worktree: Callable[[], None], touches_index: bool = True) -> None:
         """Move the branch from ``old`` to ``new`` and bring the working tree in line: journal
         (``before``: path -> blob before or None), compare-and-swap ``update-ref`` (once more
-        after removing stale git locks), ``update_worktree()``, journal removed.
+        after removing stale git locks), ``update_worktree()`` (holding the index lock when it
+        ``touches_index``: a git command that writes git's index), journal removed.
 
         Raises BranchMoved when the branch is no longer at ``old`` (nothing changed), StoreError
         when git fails otherwise.
@@ -135,7 +139,10 @@ class Writer:
             if self._head() != old:
                 raise BranchMoved("the branch moved") from None
             raise
-        with self._recovery.index_lock.held():
+        if touches_index:  # a git command that writes git's index (read-tree) waits for a running settle
+            with self._recovery.index_lock.held():
+                update_worktree()
+        else:  # working-tree files only: the next writer does not wait for an index update
             update_worktree()
         self._recovery.journal.clear()
 
@@ -221,14 +228,23 @@ class Writer:
             except StoreError as exc:
                 # The commits stand; only `git status` in the server's checkout is affected.
                 log.warning("could not refresh the git index after a write: %s", exc)
-            if self._objects.pack_count() > PACK_LIMIT:
-                self.merge_packs()
+            if self._objects.pack_count() > PACK_LIMIT and (self._merging is None or not self._merging.is_alive()):
+                # in the background: at 100,000 events a merge takes seconds, no answer waits for it
+                self._merging = threading.Thread(target=self.merge_packs, name="calendar-merge-packs", daemon=True)
+                self._merging.start()
+
+    def wait_for_merge(self) -> None:
+        """Wait for a running merge of packs (when the store is closed)."""
+        merging = self._merging
+        if merging is not None:
+            merging.join()
 
     def merge_packs(self) -> None:
         """Merge the small packs writes leave into one (``git repack -d --geometric=2``: packs
         are combined until each is at least twice the size of the next smaller one, so the big
         pack of an import is left alone). One process at a time; another one busy doing it
-        is not waited for."""
+        is not waited for. Runs in a thread of its own (see ``settle``); safe beside writers
+        and readers (git deletes the merged packs only once the new one is in place)."""
         fd = os.open(self.root / ".git" / "calendar-repack.lock", os.O_RDWR | os.O_CREAT, REPACK_LOCK_MODE)
         try:
             try:
@@ -236,7 +252,9 @@ class Writer:
             except BlockingIOError:
                 return
             try:
-                self._run("-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "--geometric=2")
+                # one thread: the other core keeps serving
+                self._run("-c", "repack.writeBitmaps=false", "-c", "pack.threads=1", "repack", "-d", "-q",
+                          "--geometric=2")
             except StoreError as exc:
                 log.warning("could not merge the small packs: %s", exc)
             finally:
