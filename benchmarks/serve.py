@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,9 @@ from benchmarks.runner import Runner
 EXTRA_PICKS = 1100      # events picked for single reads beyond one per request
 MAX_DEEP_PAGE = 40      # the deep-page row asks for this page, or the last one if there are fewer
 PROFILED_WRITES = 10    # update requests profiled with --profile (each one more commit)
+WRITERS = (1, 4)        # concurrent writers measured (threads, each its own client): writers_1, writers_4
+WRITER_SECONDS = 4.0    # each writers_N run lasts about this long (at most the row budget)
+WRITER_MIN_WRITES = 8   # ... and at least this many writes per writer
 
 
 def phase_serve(cfg: dict) -> dict:
@@ -206,10 +210,12 @@ class ServePhase:
         commits_before = int(run_git(content, "rev-list", "--count", "HEAD").strip())
         self.creates()
         self.updates(floors)
+        self.concurrent_writers()
         commits_after = int(run_git(content, "rev-list", "--count", "HEAD").strip())
         self.result["write_commits"] = commits_after - commits_before
         self.result["writes_sent"] = (sum(r["n"] + WARMUP for r in self.rows if r["kind"] == "write")
-                                      + (PROFILED_WRITES if self.cfg.get("profile") else 0))
+                                      + (PROFILED_WRITES if self.cfg.get("profile") else 0)
+                                      + sum(self.result[f"writers_{n}"]["writes"] for n in WRITERS))
         self.result["rss_end_mb"] = rss_mb()
 
     def creates(self) -> None:
@@ -271,6 +277,42 @@ class ServePhase:
         after["floor_p50_ms"] = floors.get("list: default, first page", {}).get("p50_ms")
         self.rows.append(after)
         say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
+
+    def concurrent_writers(self) -> None:
+        """writers_N: N threads, each with its own client, updating distinct events back to back
+        for about WRITER_SECONDS; writes/s over all of them (each write is a real commit)."""
+        app = self.client.application
+        targets = [pick[0] for pick in self.picks]
+        auth = self.runner.auth
+        for count in WRITERS:
+            say(f"{self.size}: {count} concurrent writer(s)")
+            done, failed = [0] * count, []
+            seconds = min(WRITER_SECONDS, self.budget)
+            start = time.perf_counter()
+
+            def writer(j: int) -> None:
+                client, k = app.test_client(), 0
+                while k < WRITER_MIN_WRITES or time.perf_counter() - start < seconds:
+                    target = targets[(j + k * count) % len(targets)]
+                    response = client.post(f"{API}/events/{target}", headers=auth,
+                                           json={"title": f"Writer {count}.{j} round {k}"})
+                    if response.status_code == 200:
+                        done[j] += 1
+                    elif len(failed) < 3:
+                        failed.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
+                    k += 1
+
+            threads = [threading.Thread(target=writer, args=(j,)) for j in range(count)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            elapsed = time.perf_counter() - start
+            row = {"writers": count, "writes": sum(done), "seconds": elapsed,
+                   "writes_per_s": sum(done) / elapsed, "errors": failed}
+            self.result[f"writers_{count}"] = row
+            say(f"  writers_{count}: {row['writes_per_s']:.1f} writes/s ({row['writes']} writes in {elapsed:.1f} s)"
+                + (f"  ERRORS {failed}" if failed else ""))
 
     def git_floor(self) -> dict:
         """The floor of a write: git add + git commit of one event file (modified) in this repository."""

@@ -494,7 +494,9 @@ def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make
             killed.commit({path: new_content, "events/made-in-crash.md": event_file(301, "Made").encode()},
                           "Crashing write", ("Admin", "admin@example.org"), repo.head())
     killed.close()
-    assert _journal(repo).exists() and repo.status() != ""   # files new, git's index old
+    # the commit step is complete (no journal): git's index is updated after the write lock is
+    # released, so the killed process left the files new and their index entries old
+    assert not _journal(repo).exists() and repo.status() != ""
     make_app()  # the next start
     assert not _journal(repo).exists()
     assert (repo.root / path).read_bytes() == new_content

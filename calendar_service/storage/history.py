@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from typing import Callable, NamedTuple
 
 import git
@@ -23,6 +25,10 @@ class FileDates(NamedTuple):
 
 
 COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reader may give
+# commits this process wrote whose changes (and new blobs) are kept, so that the catalog's
+# "what changed from the previous head" after a write needs no git process
+RECENT_COMMITS = 32
+RECENT_BLOB_BYTES = 4 << 20   # contents kept of those commits' new blobs, at most
 
 
 class History:
@@ -32,6 +38,24 @@ class History:
         self._run = run
         self._git = git_cmd
         self._objects = objects
+        self._recent: OrderedDict[str, tuple[str | None, list[readers.RawChange]]] = OrderedDict()
+        self._recent_blobs: OrderedDict[str, bytes] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    def remember(self, commit: str, parent: str | None, changes: list[readers.RawChange],
+                 contents: dict[str, bytes]) -> None:
+        """Keep what the commit ``commit`` (on ``parent``) changed and its new blobs' contents,
+        as written by this process, for ``diff_tree`` and ``read_blobs`` (bounded)."""
+        with self._recent_lock:
+            self._recent[commit] = (parent, changes)
+            while len(self._recent) > RECENT_COMMITS:
+                self._recent.popitem(last=False)
+            for sha, data in contents.items():
+                if len(data) <= RECENT_BLOB_BYTES // 4:
+                    self._recent_blobs[sha] = data
+            total = sum(len(v) for v in self._recent_blobs.values())
+            while total > RECENT_BLOB_BYTES:
+                total -= len(self._recent_blobs.popitem(last=False)[1])
 
     def ls_tree(self, commit: str | None, paths=None) -> list[readers.LsEntry]:
         """The entries of ``commit`` (None: none): every file when ``paths`` is None, else those of
@@ -64,6 +88,10 @@ class History:
     def diff_tree(self, old: str | None, new: str, whole_tree: bool = False) -> dict[str, readers.RawChange]:
         """Paths that differ between two commits (``old`` None: the empty tree), under the content
         folders or, with ``whole_tree``, anywhere: path -> RawChange. One ``git diff-tree``."""
+        with self._recent_lock:
+            known = self._recent.get(new)
+        if known is not None and known[0] == old:  # a commit this process wrote on ``old``
+            return {c.path: c for c in known[1] if whole_tree or c.path.split("/", 1)[0] in CONTENT_FOLDERS}
         args = ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new]
         if not whole_tree:
             args += ["--", *CONTENT_FOLDERS]
@@ -77,10 +105,13 @@ class History:
     def read_blobs(self, shas) -> dict[str, bytes]:
         """Contents of many blobs in one ``git cat-file --batch`` run: sha -> bytes (missing ones left out)."""
         shas = list(dict.fromkeys(shas))
+        with self._recent_lock:
+            found = {sha: self._recent_blobs[sha] for sha in shas if sha in self._recent_blobs}
+        shas = [sha for sha in shas if sha not in found]
         if not shas:
-            return {}
+            return found
         out = self._run("cat-file", "--batch", input=("\n".join(shas) + "\n").encode())
-        return readers.cat_file_batch(out, shas)
+        return {**found, **readers.cat_file_batch(out, shas)}
 
     def read_object(self, sha: str) -> bytes | None:
         """The content of one object, read in process (no process per call); None when it does not exist.

@@ -8,9 +8,11 @@ between, and ``Recovery.recover`` finishes it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -26,6 +28,27 @@ log = logging.getLogger(__name__)
 # command running in the checkout.
 STALE_LOCK_SECONDS = 30
 WORKTREE_TEMP_PREFIX = ".tmp-"   # the temporary files of a working-tree write, next to the record files
+
+
+class IndexLock:
+    """Serializes what this service does to git's index file across its threads and processes
+    (a file lock in the git directory): git fails at once, rather than waiting, when another
+    git process holds ``index.lock``."""
+
+    def __init__(self, git_dir: Path):
+        self.path = git_dir / "calendar-index.lock"
+        self._thread_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def held(self):
+        with self._thread_lock:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
 
 
 class Journal:
@@ -94,6 +117,7 @@ class Recovery:
         self.journal = journal
         self._head = head
         self._sync_worktree = sync_worktree
+        self.index_lock = IndexLock(git_dir)
 
     def lock_files(self) -> list[Path]:
         """The git lock files a killed write can leave: the branch ref, HEAD, packed refs, the index."""
@@ -144,8 +168,9 @@ class Recovery:
             if on_disk == at_head.get(path):
                 fix.append(path)
         if fix:
-            self._run("update-index", "-q", "--add", "--remove", "-z", "--stdin",
-                      input=b"".join(p.encode() + b"\0" for p in fix), check=False)
+            with self.index_lock.held():
+                self._run("update-index", "-q", "--add", "--remove", "-z", "--stdin",
+                          input=b"".join(p.encode() + b"\0" for p in fix), check=False)
             log.info("refreshed git's index for %d files after a killed write", len(fix))
 
     def remove_temporary_files(self) -> None:
@@ -161,12 +186,15 @@ class Recovery:
             self.journal.temporary.unlink()
 
     def recover(self) -> None:
-        """Remove stale locks and temporary files (refreshing git's index when a lock had to go),
-        then finish a write left between the ref update and the working tree. Only files
+        """Remove stale locks and temporary files, bring git's index entries that lag behind the
+        branch head in line (``refresh_index``), then finish a write left between the ref update and the working tree. Only files
         still holding their pre-write content are touched; anything else in the working tree
         is somebody's work and is left alone."""
         self.remove_temporary_files()
-        if self.remove_stale_locks() and self._head():
+        self.remove_stale_locks()
+        if self._head():
+            # a write's index update runs after its commit is answered (see Writer.settle):
+            # a process killed in between leaves index entries behind the branch
             self.refresh_index()
         journal = self.journal.read()
         if journal is None:

@@ -3,11 +3,12 @@
 ``GitStore`` is the one entry point; it holds small collaborators, each in its own module:
 
 - ``gitcmd``    running git with a clean environment
-- ``objects``   loose objects, trees and commit objects written in process
+- ``objects``   trees and commit objects written in process, one small pack per commit
 - ``readers``   git's machine output, one reader per format
 - ``history``   reading any commit: files, differences, blobs, the log
 - ``writing``   a commit, then one step that advances the branch (journal, compare-and-swap
-                ``update-ref``, working tree)
+                of the ref, working tree); git's index updated after the lock (``settle``)
+- ``refs``      moving the branch in process with git's lock protocol, flushed to disk
 - ``recovery``  the journal, stale git locks, git's index after a killed write
 - ``remote``    the git remote: fetch, push, pull, replay
 - ``bulk``      an import of many new files as one commit
@@ -86,7 +87,8 @@ class GitStore:
             self._git("init", "-q", "-b", self.branch)
 
     def close(self) -> None:
-        """Release the git helper processes GitPython keeps per Repo."""
+        """Release the git helper processes GitPython keeps per Repo (after a running merge of packs)."""
+        self._writer.wait_for_merge()
         with self._thread_lock:
             self._objects.close()
 
@@ -204,16 +206,22 @@ class GitStore:
 
     @contextlib.contextmanager
     def write_lock(self):
-        """Hold the repository's write lock: one writer at a time across threads and processes."""
-        with self._thread_lock:
-            self.git_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.git_dir / "calendar-write.lock", os.O_RDWR | os.O_CREAT, WRITE_LOCK_MODE)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+        """Hold the repository's write lock: one writer at a time across threads and processes.
+
+        On leaving, once the lock is released, git's index entries of the files written are
+        updated (``Writer.settle``: one ``git update-index`` for the writes of several threads)."""
+        try:
+            with self._thread_lock:
+                self.git_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.git_dir / "calendar-write.lock", os.O_RDWR | os.O_CREAT, WRITE_LOCK_MODE)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+        finally:
+            self._writer.settle()
 
     def commit(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
                expected_head: str | None, push: bool = False) -> str:
@@ -230,7 +238,8 @@ class GitStore:
             self.push(new_commit)
         try:
             self._writer.advance(expected_head, new_commit, message.replace("\0", "").splitlines()[0],
-                                 {p: old_blobs.get(p) for p in changes}, lambda: self._sync_worktree(changes))
+                                 {p: old_blobs.get(p) for p in changes}, lambda: self._sync_worktree(changes),
+                                 touches_index=False)
         except BranchMoved:
             if not push:
                 raise
