@@ -75,6 +75,10 @@ class Snapshot:
         self.claims = claims or {}
         self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
+        # (previous commit, paths changed since) when derived from a previous snapshot: the search
+        # index derives its next generation from the same changes
+        self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
+            else None
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
         self._seniority = seniority
