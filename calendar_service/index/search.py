@@ -50,6 +50,8 @@ BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more me
 # MAX_EXTRA the request reads it itself.
 REBASE_EXTRA = 200
 MAX_EXTRA = 2000
+# ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
+REBUILD_SHARE = 4
 PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
 
 
@@ -290,6 +292,26 @@ class SearchIndex:
         with self._writer_lock(True):
             return self.rebuild(snapshot, progress)
 
+    def update_now(self, snapshot: Snapshot, store, progress=None) -> int:
+        """Bring the index on disk to ``snapshot`` now, waiting for any other writer; returns how
+        many events were (re)indexed. ``import`` calls it, so that the first start after an import
+        lists from the index at once: the changed files are applied, or everything rebuilt when
+        they are most of the calendar."""
+        state = self.state()
+        if state and state.get("commit") == snapshot.commit:
+            return 0
+        changes = None
+        if state and state.get("commit") and snapshot.commit:
+            try:
+                changes = store.changed_files(state["commit"], snapshot.commit)
+            except Exception:
+                changes = None
+        events = len(snapshot.by_id[EVENTS.name])
+        if changes is not None and len(changes) * REBUILD_SHARE > events:
+            changes = None
+        self.sync(snapshot, store, changes, blocking=True, progress=progress)
+        return events if changes is None else len(changes)
+
     def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None) -> bool:
         """Apply ``changes`` (path -> blob or None) or rebuild; returns False when another writer is busy."""
         with self._writer_lock(blocking) as locked:
@@ -311,7 +333,7 @@ class SearchIndex:
                 self.rebuild(snapshot, progress)
                 return True
             try:
-                self._apply(ix, writer, snapshot, changes)
+                self._apply(ix, writer, snapshot, changes, progress)
                 writer.commit()
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -320,7 +342,7 @@ class SearchIndex:
             self._write_state(snapshot.commit)
             return True
 
-    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict) -> None:
+    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict, progress=None) -> None:
         """Re-index the events whose files changed, and every id those files held or hold.
 
         Two files may claim one id (the catalog serves the first and reports the other), so
@@ -342,11 +364,13 @@ class SearchIndex:
             record = entry[1] if entry else None
             if record is not None and record.id is not None:
                 ids.add(record.id)
-        for rid in ids:
+        for n, rid in enumerate(ids, 1):
             writer.delete_by_term("rid_key", str(rid))
             record = snapshot.get(EVENTS, rid)
             if record is not None:
                 writer.add_document(**event_document(record, self.site_tz))
+            if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
+                progress(n, len(ids))
 
     def rebuild(self, snapshot: Snapshot, progress=None) -> int:
         """Index every event of ``snapshot`` into a fresh directory, then swap it in. Returns the count.

@@ -23,6 +23,7 @@ import contextlib
 import math
 import struct
 import threading
+from operator import itemgetter
 
 from pyroaring import BitMap
 from whoosh.reading import TermNotFound
@@ -64,6 +65,27 @@ def read_column(reader, name: str) -> dict:
     return out
 
 
+def posting_ids(reader, field: str, term: str) -> list[int]:
+    """The docnums of a term's postings (deleted documents included), a block at a time: a
+    block's ids are decoded in one call, where whoosh's ``all_ids`` steps through them one by one."""
+    out: list[int] = []
+    for leaf, offset in reader.leaf_readers():
+        try:
+            matcher = leaf.postings(field, term)
+        except TermNotFound:
+            continue
+        matcher = getattr(matcher, "child", matcher)     # a segment with deletions filters its matcher
+        if not all(hasattr(matcher, a) for a in ("_atend", "_ids", "_read_ids", "_next_block")):
+            out.extend(d + offset for d in matcher.all_ids())   # not whoosh 2.7's block matcher
+            continue
+        while not matcher._atend:
+            if matcher._ids is None:
+                matcher._read_ids()
+            out.extend(matcher._ids if not offset else [d + offset for d in matcher._ids])
+            matcher._next_block()
+    return out
+
+
 def duration_class(duration: int) -> int:
     """Events whose durations (seconds) lie within a factor of two share a class."""
     return duration.bit_length() if duration >= 0 else -(-duration).bit_length() - 1
@@ -87,7 +109,10 @@ class BaseView:
         self.ends = [end[d] for d in order]
         self.pubs = [pub[d] for d in order]
         self.slot = {r: i for i, r in enumerate(self.rids)}        # event id -> position
-        self._pos = {d: i for i, d in enumerate(order)}            # Whoosh docnum -> position
+        # Whoosh docnum -> position; deleted documents (postings still name them) -> self.size
+        self._pos = [self.size] * reader.doc_count_all()
+        for i, d in enumerate(order):
+            self._pos[d] = i
         self.all = BitMap(range(self.size))
         # duration classes: (shortest, longest duration, positions), longest class last
         members: dict[int, list[int]] = {}
@@ -132,11 +157,10 @@ class BaseView:
         key = (field, term)
         found = self._sets.get(key)
         if found is None:
-            try:
-                pos = self._pos
-                found = BitMap([pos[d] for d in self.reader.postings(field, term).all_ids() if d in pos])
-            except TermNotFound:
-                found = BitMap()
+            docnums = posting_ids(self.reader, field, term)
+            found = BitMap(itemgetter(*docnums)(self._pos)) if len(docnums) > 1 else \
+                BitMap([self._pos[d] for d in docnums])
+            found.discard(self.size)
             self._remember(self._sets, MAX_SETS, key, found)
         return found
 
