@@ -48,8 +48,8 @@ def test_writes_derive_generations_then_a_new_base_is_read(make_app, repo, admin
              and (svc.index.state() or {}).get("commit") == repo.head())
     base = svc.index._view.base
     queries = [{}, {"per_page": 2, "page": 2}, {"search": "moved"}, {"featured": "true"},
-               {"starts_before": (day + timedelta(days=3)).strftime(FMT), "ends_after": (day + timedelta(days=1, hours=2)).strftime(FMT),
-                "strict_dates": "true"}]
+               {"starts_before": (day + timedelta(days=3)).strftime(FMT), "strict_dates": "true",
+                "ends_after": (day + timedelta(days=1, hours=2)).strftime(FMT)}]
     for n in range(8):
         if n % 3 == 0:
             admin.post("/events", json={"title": f"New event {n}", "featured": n % 2 == 0,

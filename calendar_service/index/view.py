@@ -44,13 +44,13 @@ COLUMNS = ("rid", "start", "end", "pub")
 REFERENCE_FIELDS = ("categories", "tags", "venue", "organizer")
 
 
-def read_column(reader, name: str) -> dict:
-    """docnum -> value of a numeric column for every live document, a segment at a time.
+def read_column(reader, name: str) -> list:
+    """The values of a numeric column by docnum (deleted documents included), a segment at a time.
 
     A segment's column is one run of fixed-size big-endian numbers: unpacking it in one
     call is what makes reading a base cheap; whoosh's per-document access costs ~10 us a value.
     """
-    out = {}
+    out: list = []
     for leaf, offset in reader.leaf_readers():
         count = leaf.doc_count_all()
         column = leaf.column_reader(name, translate=False)
@@ -60,8 +60,24 @@ def read_column(reader, name: str) -> dict:
             values = list(struct.unpack(f"!{n}{column._typecode}", raw)) + [column._default] * (count - n)
         except AttributeError:  # not a plain numeric column reader (e.g. a segment without the column)
             values = [column[i] for i in range(count)]
-        for d in leaf.all_doc_ids():
-            out[offset + d] = values[d]
+        out[offset:offset + count] = values
+    return out
+
+
+def live_docnums(reader) -> list[int]:
+    """The docnums of the documents not deleted, a segment at a time."""
+    out: list[int] = []
+    for leaf, offset in reader.leaf_readers():
+        count = leaf.doc_count_all()
+        if not leaf.has_deletions():
+            out.extend(range(offset, offset + count))
+            continue
+        perdoc = getattr(leaf, "_perdoc", None)   # whoosh 2.7's per-document reader holds the set
+        deleted = set(perdoc.deleted_docs()) if perdoc is not None else None
+        if deleted is not None:
+            out.extend(offset + d for d in range(count) if d not in deleted)
+        else:
+            out.extend(offset + d for d in leaf.all_doc_ids())
     return out
 
 
@@ -98,11 +114,12 @@ class BaseView:
         self.commit = commit
         self.searcher = ix.searcher()
         reader = self.reader = self.searcher.reader()
-        live = list(reader.all_doc_ids())
-        rid, start, end, pub = ({}, {}, {}, {})
+        live = live_docnums(reader)
+        rid = start = end = pub = []
         if live:  # whoosh has no columns to read in an index without documents
             rid, start, end, pub = (read_column(reader, name) for name in COLUMNS)
-        order = sorted(live, key=lambda d: (start[d], pub[d], rid[d]))
+        keys = list(zip(start, pub, rid))
+        order = sorted(live, key=keys.__getitem__)
         self.size = len(order)
         self.rids = [rid[d] for d in order]
         self.starts = [start[d] for d in order]
@@ -115,13 +132,14 @@ class BaseView:
             self._pos[d] = i
         self.all = BitMap(range(self.size))
         # duration classes: (shortest, longest duration, positions), longest class last
+        durations = [e - s for s, e in zip(self.starts, self.ends)]
         members: dict[int, list[int]] = {}
-        for i, (s, e) in enumerate(zip(self.starts, self.ends)):
-            members.setdefault(duration_class(e - s), []).append(i)
+        for i, c in enumerate(map(duration_class, durations)):
+            members.setdefault(c, []).append(i)
         self.classes = []
         for c in sorted(members):
-            durations = [self.ends[i] - self.starts[i] for i in members[c]]
-            self.classes.append((min(durations), max(durations), BitMap(members[c])))
+            spread = [durations[i] for i in members[c]]
+            self.classes.append((min(spread), max(spread), BitMap(members[c])))
         self._visible: dict = {}
         self._sets: dict[tuple[str, str], BitMap] = {}
         self._searches: dict[str, BitMap] = {}
@@ -204,8 +222,8 @@ class BaseView:
         key = ("text*", word)
         found = self._sets.get(key)
         if found is None:
-            found = BitMap.union(BitMap(), *(self.docs("text", term.decode("utf-8") if isinstance(term, bytes) else term)
-                                            for term in self.reader.expand_prefix("text", word)))
+            terms = (t.decode("utf-8") if isinstance(t, bytes) else t for t in self.reader.expand_prefix("text", word))
+            found = BitMap.union(BitMap(), *(self.docs("text", term) for term in terms))
             self._remember(self._sets, MAX_SETS, key, found)
         return found
 
