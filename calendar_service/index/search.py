@@ -49,6 +49,7 @@ BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more me
 # from REBASE_EXTRA of them on, a new base is read from the index on disk in the background; past
 # MAX_EXTRA the request reads it itself.
 REBASE_EXTRA = 200
+FOLLOW_DELAY_SECONDS = 0.1   # the index on disk follows a new generation after this pause
 MAX_EXTRA = 2000
 # ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
 REBUILD_SHARE = 4
@@ -198,6 +199,9 @@ class SearchIndex:
 
         def work():
             while True:
+                # let the request that derived the generation finish first (the index writer would
+                # share the interpreter with it), and take the writes that follow at once in one sync
+                time.sleep(FOLLOW_DELAY_SECONDS)
                 with self._lock:
                     wanted, self._wanted = self._wanted, None
                     if wanted is None:
