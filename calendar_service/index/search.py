@@ -56,6 +56,40 @@ REBUILD_SHARE = 4
 PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
 
 
+def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
+    """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
+    or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""
+    since = getattr(snapshot, "changed_since", None)
+    if since is not None and since[0] == commit:
+        paths = since[1]
+    else:
+        try:
+            if not store.is_ancestor(commit, snapshot.commit):
+                return None
+            paths = store.changed_files(commit, snapshot.commit)
+        except Exception:
+            return None
+    return [p for p in paths if p.startswith("events/")]
+
+
+def _follow_loop(index: "SearchIndex") -> None:
+    """The background thread of ``SearchIndex._follow``: sync to the newest snapshot asked for
+    until none is waiting."""
+    while True:
+        # let the request that derived the generation finish first (the index writer would share
+        # the interpreter with it), and take the writes that follow at once in one sync
+        time.sleep(FOLLOW_DELAY_SECONDS)
+        with index._lock:
+            wanted, index._wanted = index._wanted, None
+            if wanted is None:
+                index._following = False
+                return
+        try:
+            index._catch_up(*wanted)
+        except Exception:
+            log.exception("updating the search index failed")
+
+
 class SearchIndex:
     """The index on disk, its state, and keeping it in step with the branch."""
 
@@ -151,24 +185,9 @@ class SearchIndex:
                 self._replace(new_view)
             return self._view
 
-    def _changes_since(self, commit: str, snapshot: Snapshot, store) -> list[str] | None:
-        """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
-        or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""
-        since = getattr(snapshot, "changed_since", None)
-        if since is not None and since[0] == commit:
-            paths = since[1]
-        else:
-            try:
-                if not store.is_ancestor(commit, snapshot.commit):
-                    return None
-                paths = store.changed_files(commit, snapshot.commit)
-            except Exception:
-                return None
-        return [p for p in paths if p.startswith("events/")]
-
     def _advance(self, view: IndexView, snapshot: Snapshot, store) -> IndexView | None:
         """The generation for ``snapshot`` derived from ``view``; None when a full read is due."""
-        paths = self._changes_since(view.commit, snapshot, store)
+        paths = changes_since(view.commit, snapshot, store)
         if paths is None or len(view.extra) + len(paths) > MAX_EXTRA:
             return None
         try:
@@ -197,22 +216,7 @@ class SearchIndex:
                 return
             self._following = True
 
-        def work():
-            while True:
-                # let the request that derived the generation finish first (the index writer would
-                # share the interpreter with it), and take the writes that follow at once in one sync
-                time.sleep(FOLLOW_DELAY_SECONDS)
-                with self._lock:
-                    wanted, self._wanted = self._wanted, None
-                    if wanted is None:
-                        self._following = False
-                        return
-                try:
-                    self._catch_up(*wanted)
-                except Exception:
-                    log.exception("updating the search index failed")
-
-        threading.Thread(target=work, name="calendar-index-follow", daemon=True).start()
+        threading.Thread(target=_follow_loop, args=(self,), name="calendar-index-follow", daemon=True).start()
 
     def _catch_up(self, snapshot: Snapshot, store) -> None:
         """Sync the index on disk to ``snapshot``; read a new base if the current generation's
