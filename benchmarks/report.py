@@ -33,6 +33,7 @@ def table(size_result: dict) -> str:
     lines.append(f"{'loose objects after the initial commit':<{NAME_WIDTH}} {b['loose_objects']:>12,}")
     if s:
         lines += _request_lines(s)
+    lines += [""] + target_lines(meta["events"], b, s)
     return "\n".join(lines)
 
 
@@ -88,4 +89,127 @@ def _request_lines(s: dict) -> list[str]:
         f"default list total: {s['default_list_total']} events; writes sent {s['writes_sent']}, commits made "
         f"{s['write_commits']}; * = row stopped by the time budget.",
     ]
+    return lines
+
+
+# ----------------------------------------------------------------------------- targets (issue 15)
+
+# The size columns of the targets table: a run is held to the column of the smallest size at
+# least its own (1,000 events to the 10,000 column).
+TARGET_SIZES = (10_000, 100_000, 1_000_000)
+LIST_ROWS = ("list: default, first page", "list: category + 30-day window", "list: search + 1-year window",
+             "list: deep page")
+OVERLAP_ROW = "list: overlap window"
+AFTER_WRITE_ROW = "list: default, right after a write"
+SINGLE_ROWS = ("single: by id", "single: by slug")
+WRITE_ROWS = ("write: create event (POST)", "write: update event (POST to id)")
+
+
+def _le_ratio(limit):
+    return ("ratio", limit)
+
+
+def _le_ms(limit):
+    return ("ms", limit)
+
+
+# target name -> one goal per size column (None: no goal for that size)
+TARGETS = {
+    "list / category+window / search+window / deep page, p50": (_le_ratio(6), _le_ratio(10), _le_ms(20)),
+    "first list after a write, p50": (_le_ratio(10), _le_ms(10), _le_ms(50)),
+    "overlap window (starts_before + ends_after + strict_dates), p50": (_le_ratio(6), _le_ratio(10), _le_ms(20)),
+    "single by id / slug, p50": (_le_ratio(3), _le_ratio(3), _le_ratio(3)),
+    "write, one commit, p50 (floor: naive git add + commit)": (_le_ratio(0.5), _le_ratio(0.3), _le_ms(300)),
+    "4 concurrent writers, writes/s (>= one writer's rate)": (("writers",), ("writers",), None),
+    "RSS per worker after a mixed run (MB)": (("mb", 100), ("mb", 300), ("mb", 2000)),
+    "cold start (s)": (("s", 0.5), ("s", 2), ("s", 20)),
+    "reindex throughput (events/s)": (("rate", 5000), ("rate", 5000), None),
+    "first start after import lists from the index": (("index",), ("index",), ("index",)),
+}
+
+
+def _rows_named(s: dict, prefixes) -> list[dict]:
+    return [r for r in s.get("rows", []) if r.get("mode") == "index" and r["name"].startswith(tuple(prefixes))]
+
+
+def _request_check(rows: list[dict], goal) -> tuple[str, bool | None]:
+    """The figure of each row and whether every one meets ``goal`` (None: a figure is missing)."""
+    if not rows:
+        return "not measured", None
+    kind, limit = goal
+    texts, verdicts = [], []
+    for row in rows:
+        value, floor = row.get("p50_ms"), row.get("floor_p50_ms")
+        if value is None or (kind == "ratio" and not floor):
+            texts.append("—")
+            verdicts.append(None)
+        elif kind == "ratio":
+            texts.append(f"{value / floor:.1f}x")
+            verdicts.append(value / floor <= limit)
+        else:
+            texts.append(f"{_fmt_ms(value)} ms")
+            verdicts.append(value <= limit)
+    met = False if False in verdicts else (None if None in verdicts else True)
+    return " / ".join(texts), met
+
+
+def _goal_text(goal) -> str:
+    kind = goal[0]
+    if kind == "ratio":
+        return f"<= {goal[1]:g}x floor"
+    if kind == "ms":
+        return f"<= {goal[1]:g} ms"
+    if kind == "mb":
+        return f"<= {goal[1]:g} MB"
+    if kind == "s":
+        return f"<= {goal[1]:g} s"
+    if kind == "rate":
+        return f">= {goal[1]:,}/s"
+    if kind == "writers":
+        return ">= 1 writer"
+    return "from the index"
+
+
+def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
+    if name.startswith("list /"):
+        return _request_check(_rows_named(s, LIST_ROWS), goal)
+    if name.startswith("first list after"):
+        return _request_check(_rows_named(s, (AFTER_WRITE_ROW,)), goal)
+    if name.startswith("overlap"):
+        return _request_check(_rows_named(s, (OVERLAP_ROW,)), goal)
+    if name.startswith("single"):
+        return _request_check(_rows_named(s, SINGLE_ROWS), goal)
+    if name.startswith("write,"):
+        return _request_check(_rows_named(s, WRITE_ROWS), goal)
+    if name.startswith("4 concurrent"):
+        one, four = s.get("writers_1", b.get("writers_1")), s.get("writers_4", b.get("writers_4"))
+        if one is None or four is None:
+            return "not measured", None
+        return f"{four:.1f} vs {one:.1f}", four >= one
+    if name.startswith("RSS"):
+        value = s.get("rss_worker_mb", b.get("rss_worker_mb"))
+        return ("not measured", None) if value is None else (f"{value:.0f} MB", value <= goal[1])
+    if name.startswith("cold start"):
+        value = s.get("cold_start_s")
+        return ("not measured", None) if value is None else (f"{value:.2f} s", value <= goal[1])
+    if name.startswith("reindex"):
+        value = b.get("reindex_docs_per_s")
+        return ("not measured", None) if value is None else (f"{value:,.0f}/s", value >= goal[1])
+    value = s.get("first_list_from_index")
+    return ("not measured", None) if value is None else (("yes" if value else "no"), bool(value))
+
+
+def target_lines(size: int, b: dict, s: dict) -> list[str]:
+    """Every row of the issue's targets table for the column of ``size``: figure, goal, met or not."""
+    column = next((i for i, limit in enumerate(TARGET_SIZES) if size <= limit), len(TARGET_SIZES) - 1)
+    lines = [f"targets for {TARGET_SIZES[column]:,} events (this run: {size:,})",
+             f"{'target':<{NAME_WIDTH + 6}} {'measured':>24} {'goal':>16}  result"]
+    for name, goals in TARGETS.items():
+        goal = goals[column]
+        if goal is None:
+            lines.append(f"{name:<{NAME_WIDTH + 6}} {'':>24} {'—':>16}  no goal at this size")
+            continue
+        text, met = _check(name, goal, b, s or {})
+        verdict = "not measured" if met is None else ("met" if met else "NOT MET")
+        lines.append(f"{name:<{NAME_WIDTH + 6}} {text:>24} {_goal_text(goal):>16}  {verdict}")
     return lines

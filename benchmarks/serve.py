@@ -128,6 +128,9 @@ class ServePhase:
                 "search": self.search_text(k), "start_date": day(k % 60), "end_date": day(k % 60 + 365)}),
             f"list: deep page ({deep_page} of per_page 10)": lambda k: runner.get("/events", {
                 "page": deep_page, "per_page": 10, "start_date": day(-(k % 30) - 1)}),
+            # what CalDAV clients ask: every event overlapping a 30-day window
+            "list: overlap window (starts_before + ends_after)": lambda k: runner.get("/events", {
+                "starts_before": day(k % 365 + 30), "ends_after": day(k % 365), "strict_dates": "true"}),
         }
 
     def reads(self, lists: dict) -> dict[str, bytes]:

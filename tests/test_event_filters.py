@@ -981,8 +981,8 @@ def test_index_follows_api_writes(app, repo, admin, anon):
     def listed(params=None) -> list[int]:
         r = anon.get("/events", query_string=params or {})
         assert r.status_code == 200
-        assert svc.index.state()["commit"] == repo.head()
-        assert svc.index._view is not None and svc.index._view.commit == repo.head()
+        assert svc.index._view is not None and svc.index._view.commit == repo.head()    # answered by the index
+        wait_for(lambda: svc.index.state()["commit"] == repo.head())       # the index on disk follows
         return ids(r.get_json())
 
     assert listed() == [first["id"]]
@@ -1058,7 +1058,7 @@ def test_commits_outside_the_api_are_picked_up_without_restart(cal_index):
     x = c.event(at(d + timedelta(days=3), 10), title="Xray")
     c.commit("Add one")
     assert cal.ids() == [a, b, x]
-    assert cal.svc.index.state()["commit"] == cal.repo.head()
+    wait_for(lambda: cal.svc.index.state()["commit"] == cal.repo.head())
     # edit: move the first event last, retitle the second
     c.event(at(d + timedelta(days=4), 10), title="Alpha", id=a, slug=f"event-{a}")
     c.event(at(d + timedelta(days=2), 10), title="Charlie", id=b, slug=f"event-{b}")
@@ -1084,7 +1084,7 @@ def test_commits_outside_the_api_are_picked_up_without_restart(cal_index):
     c.event(at(d + timedelta(days=4), 10), title="Alpha", id=a, slug=f"event-{a}")
     c.commit("Fix")
     assert cal.ids() == [b, a]
-    assert cal.svc.index.state()["commit"] == cal.repo.head()
+    wait_for(lambda: cal.svc.index.state()["commit"] == cal.repo.head())
 
 
 @pytest.fixture
@@ -1483,7 +1483,27 @@ def test_index_and_scanning_agree_on_random_queries(make_app, repo):
             assert indexed.index._view is not None and indexed.index._view.commit == repo.head()
         return nonempty
 
+    def overlaps(count: int) -> int:
+        """The overlap query CalDAV clients send (starts_before + ends_after, strict), alone or with
+        other filters and pages; returns how many answers were not empty."""
+        nonempty = 0
+        for n in range(count):
+            a, b = sorted(rng.sample(_instants(c), 2))
+            params = {"starts_before": b.strftime(FMT), "ends_after": a.strftime(FMT), "strict_dates": "true",
+                      "per_page": rng.choice([3, 50])}
+            if n % 4 == 1:
+                params["search"] = rng.choice(WORDS)
+            elif n % 4 == 2:
+                params["page"] = 2
+            elif n % 4 == 3:
+                params["featured"] = "false"
+            via_index, via_scan = both(rng.choice([None, "editor"]), params)
+            assert via_index == via_scan, params
+            nonempty += bool(via_index[1])
+        return nonempty
+
     assert run(200) > 80                  # the queries are not trivially empty
+    assert overlaps(60) > 30
 
     # every date parameter exactly at (and one second around) event boundaries, strict and inclusive
     instants = rng.sample(_instants(c), 30)
@@ -1508,5 +1528,8 @@ def test_index_and_scanning_agree_on_random_queries(make_app, repo):
         event_ids.append(eid)
     c.commit("Edit, delete and add events")
     both(None, {})
-    assert indexed.index.state()["commit"] == repo.head()      # applied inline by the request
+    # answered at once by a generation derived from the previous one; the index on disk follows
+    assert indexed.index._view.commit == repo.head() and indexed.index._view.extra
+    wait_for(lambda: indexed.index.state()["commit"] == repo.head())
     assert run(80) > 25
+    assert overlaps(30) > 15

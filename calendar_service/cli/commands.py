@@ -308,6 +308,10 @@ def cmd_import(options) -> int:
         result = importer.import_events(service.store, items, settings.tz, author=author,
                                         message=options.commit_message, source=Path(options.file).name,
                                         progress=progress_bar, catalog=service.catalog)
+        if service.index is not None:
+            # the search index takes in what was imported now: the next start lists from it at once
+            service.index.update_now(service.snapshot(), service.store,
+                                     lambda done, total: progress_bar("indexing", done, total))
     except (importer.ImportFailure, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was imported", file=sys.stderr)

@@ -75,6 +75,10 @@ class Snapshot:
         self.claims = claims or {}
         self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
+        # (previous commit, paths changed since) when derived from a previous snapshot: the search
+        # index derives its next generation from the same changes
+        self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
+            else None
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
         self._seniority = seniority
@@ -275,8 +279,16 @@ class Snapshot:
         return [events[i] for i in sorted(self._referencing_ids(self.refs_index, key, target)) if i in events]
 
     def published_count(self, key: str, target: Record) -> int:
-        """How many published events point at ``target`` (a term's ``count``)."""
-        return len(self._referencing_ids(self.published_refs, key, target))
+        """How many published events point at ``target`` (a term's ``count``; remembered for this
+        commit: every listed event embedding the term asks, and the sets can be large)."""
+        memo_key = ("published_count", key, target.id, target.slug)
+        count = self.memo.get(memo_key)
+        if count is None:
+            by_id = self.published_refs.get((key, f"#{target.id}"), set())
+            by_slug = self.published_refs.get((key, f"s:{target.slug}"))
+            count = len(by_id) + (len(by_slug.difference(by_id)) if by_slug else 0)
+            self.memo[memo_key] = count
+        return count
 
     def reference_problems(self, line_of=None) -> list[Problem]:
         """References that point nowhere: an event's venue, organizer, category or tag that no

@@ -1,30 +1,26 @@
-"""Answering an event list (an ``EventQuery``) from one index generation."""
+"""Answering an event list (an ``EventQuery``) from one index generation.
+
+Filters are intersections of bitmaps of positions (``view.BaseView``); the start bounds make
+a range of positions, the end bounds are answered per duration class; the total is a count
+and the page a select by rank. The few events changed since the base was read
+(``IndexView.extra``) are matched one by one, by the same rules, and merged in list order.
+"""
 from __future__ import annotations
 
 import bisect
-from datetime import datetime
 
+from pyroaring import BitMap
+
+from calendar_service.domain import permissions
 from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
                                              text_matches)
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
-from calendar_service.index.view import IndexView
+from calendar_service.index.view import BaseView, ExtraDoc, IndexView, bound_range
 
 # Reference filters: (index field, query attribute, resource the ids name).
 REFERENCE_FILTERS = (("categories", "categories", "categories"), ("tags", "tags", "tags"),
                      ("venue", "venues", "venues"), ("organizer", "organizers", "organizers"))
-# Below one match per this many events of the window, matches are tested against the window
-# one by one instead of intersecting with the window's set.
-SPARSE_WINDOW = 4
-# The page is found by sorting the matches rather than walking the window when walking would
-# visit more events than 1/WALK_SHARE of the matches plus WALK_SLACK.
-WALK_SHARE = 4
-WALK_SLACK = 50
-
-
-def _bound(moment: datetime) -> float:
-    """A query bound as epoch seconds, fractions kept (stored times are whole seconds)."""
-    return moment.timestamp()
 
 
 def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | None:
@@ -33,130 +29,154 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
         return None
     if q.ticketed:
         return Page([], 0, q.page, q.per_page)
-    matched = _matching(view, snapshot, q, user)
+    base = view.base
+    matched, extra = _matching(view, snapshot, q, user)
     first = (q.page - 1) * q.per_page
     if q.include is not None:
-        wanted_docs = [view.by_rid[i] for i in dict.fromkeys(q.include) if i in view.by_rid]
-        ordered = [d for d in sorted(wanted_docs, key=lambda d: (view.pub[d], view.rid[d])) if d in matched]
-        return _page(view, snapshot, q, ordered[first:first + q.per_page], len(ordered))
-    lo, hi = _start_window(view, q)
-    if lo >= hi:
-        return Page([], 0, q.page, q.per_page)
-    matched = _in_window(view, matched, lo, hi)
-    failing = _failing_end_bounds(view, q, lo, hi)
-    if failing:
-        matched = matched - failing
-    total = len(matched)
-    return _page(view, snapshot, q, _page_docs(view, matched, lo, hi, first, first + q.per_page), total)
+        return _included(view, snapshot, q, matched, extra, first)
+    lo, hi = _start_window(base.starts, q)
+    if lo > 0 or hi < base.size:
+        matched = matched & BitMap(range(lo, hi)) if lo < hi else BitMap()
+    emin, emax = bound_range(q)
+    if (emin is not None or emax is not None) and matched:
+        matched = base.end_filter(matched, emin, emax)
+    if extra:
+        extra = [x for x in extra if _dates_pass(x, q, emin, emax)]
+    total = len(matched) + len(extra)
+    rids = _page_rids(base, matched, extra, first, min(first + q.per_page, total))
+    return _page(snapshot, q, rids, total)
 
 
-def _page(view: IndexView, snapshot: Snapshot, q: EventQuery, docs, total: int) -> Page:
-    items = [snapshot.get(EVENTS, view.rid[d]) for d in docs]
+def _page(snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
+    items = [snapshot.get(EVENTS, rid) for rid in rids]
     return Page([r for r in items if r is not None], total, q.page, q.per_page)
 
 
-def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> frozenset:
-    """The documents every filter but the date bounds lets through."""
-    sets = [view.visible(q.statuses, user)]
+def _included(view: IndexView, snapshot: Snapshot, q: EventQuery, matched: BitMap, extra: list, first: int) -> Page:
+    """``include``: the listed events that match, by publication date and id (no date bounds)."""
+    base, extra_ids = view.base, {x.rid for x in extra}
+    found = []
+    for rid in dict.fromkeys(q.include):
+        if rid in view.extra:
+            if rid in extra_ids:
+                found.append((view.extra[rid].pub, rid))
+            continue
+        slot = base.slot.get(rid)
+        if slot is not None and slot in matched:
+            found.append((base.pubs[slot], rid))
+    found.sort()
+    return _page(snapshot, q, [rid for _, rid in found[first:first + q.per_page]], len(found))
+
+
+def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple[BitMap, list[ExtraDoc]]:
+    """The base positions and the changed events every filter but the date bounds lets through."""
+    base = view.base
+    sets = [base.visible(q.statuses, user)]
+    ref_terms = {}
     for field, attribute, target in REFERENCE_FILTERS:
         wanted = getattr(q, attribute)
         if wanted is not None:
-            sets.append(view.any_of(field, _ref_terms(snapshot, target, wanted)))
+            ref_terms[field] = terms = _ref_terms(snapshot, target, wanted)
+            sets.append(base.any_of(field, terms))
+    words = search_words(q.search) if q.search else None
     if q.search:
-        sets.append(_searchable(view.search(q.search), view, snapshot, q))
+        sets.append(base.search(q.search))
     if q.post_parent is not None:
-        sets.append(view.docs("parent", str(q.post_parent)))
+        sets.append(base.docs("parent", str(q.post_parent)))
     if q.featured:
-        sets.append(view.docs("flags", "featured"))
-    sets.sort(key=len)
-    matched = sets[0]
-    for other in sets[1:]:
-        matched = matched & other   # set operations in C: no loop over the candidates in Python
-    if q.featured is False:
-        matched = matched - view.docs("flags", "featured")
-    return matched
+        sets.append(base.docs("flags", "featured"))
+    matched = BitMap.intersection(*sets) if len(sets) > 1 else sets[0]
+    if q.featured is False or view.dead:
+        matched = matched - view.dead
+        if q.featured is False:
+            matched -= base.docs("flags", "featured")
+    extra = [x for x in view.extra_sorted if _extra_passes(x, q, user, ref_terms, words)]
+    if q.search:
+        matched, extra = _searchable(view, snapshot, q, words, matched, extra)
+    return matched, extra
 
 
-def _searchable(found: frozenset, view: IndexView, snapshot: Snapshot, q: EventQuery) -> frozenset:
-    """``found`` (the events whose text matches the search) less the password-protected ones
-    the caller may not see in full and whose title alone does not match (``queries.searchable_tokens``)."""
-    words = search_words(q.search)
-    hidden = set()
+def _extra_passes(x: ExtraDoc, q: EventQuery, user, ref_terms: dict, words) -> bool:
+    """Whether a changed event passes the filters ``_matching`` applies to the base."""
+    if "hide_from_listings" in x.flags or x.status not in q.statuses:
+        return False
+    scope = permissions.status_scope(user, x.status)
+    if not (scope == permissions.ALL or (scope == permissions.OWN and x.author == str(user.id))):
+        return False
+    for field, terms in ref_terms.items():
+        if not x.refs.get(field, frozenset()).intersection(terms):
+            return False
+    if words and not text_matches(words, x.tokens):
+        return False
+    if q.post_parent is not None and x.parent != str(q.post_parent):
+        return False
+    if q.featured is not None and ("featured" in x.flags) != q.featured:
+        return False
+    return True
+
+
+def _searchable(view: IndexView, snapshot: Snapshot, q: EventQuery, words, matched: BitMap, extra: list):
+    """The matches less the password-protected events the caller may not see in full and whose
+    title alone does not match (``queries.searchable_tokens``)."""
+    hidden_slots, hidden_ids = [], set()
+    extra_ids = {x.rid for x in extra}
     for event in protected_events(snapshot):
-        doc = view.by_rid.get(event.id)
-        if doc in found and not text_matches(words, searchable_tokens(event, q.unlocked)):
-            hidden.add(doc)
-    return found - hidden if hidden else found
+        slot = view.base.slot.get(event.id)
+        listed = event.id in extra_ids or (slot is not None and slot in matched)
+        if listed and not text_matches(words, searchable_tokens(event, q.unlocked)):
+            hidden_ids.add(event.id)
+            if slot is not None:
+                hidden_slots.append(slot)
+    if hidden_slots:
+        matched = matched - BitMap(hidden_slots)
+    if hidden_ids:
+        extra = [x for x in extra if x.rid not in hidden_ids]
+    return matched, extra
 
 
-def _start_window(view: IndexView, q: EventQuery) -> tuple[int, int]:
-    """The range of ``view.order`` whose starts satisfy the start bounds."""
-    lo, hi = 0, len(view.order)
+def _start_window(starts: list, q: EventQuery) -> tuple[int, int]:
+    """The range of positions whose starts satisfy the start bounds."""
+    lo, hi = 0, len(starts)
     if q.start is not None:
-        lo = max(lo, bisect.bisect_left(view.sorted_starts, _bound(q.start)))
+        lo = max(lo, bisect.bisect_left(starts, q.start.timestamp()))
     if q.starts_after is not None:
-        lo = max(lo, bisect.bisect_right(view.sorted_starts, _bound(q.starts_after)))
+        lo = max(lo, bisect.bisect_right(starts, q.starts_after.timestamp()))
     if q.starts_before is not None:
-        hi = min(hi, bisect.bisect_left(view.sorted_starts, _bound(q.starts_before)))
+        hi = min(hi, bisect.bisect_left(starts, q.starts_before.timestamp()))
     return lo, hi
 
 
-def _in_window(view: IndexView, matched, lo: int, hi: int):
-    """The matches inside the window (postings may still name deleted documents: only live ones count)."""
-    if lo == 0 and hi == len(view.order):
-        return matched & view.live
-    if len(matched) * SPARSE_WINDOW < hi - lo:
-        pos = view.pos
-        return {d for d in matched if lo <= pos.get(d, -1) < hi}
-    return matched & frozenset(view.order[lo:hi])
+def _dates_pass(x: ExtraDoc, q: EventQuery, emin, emax) -> bool:
+    if q.start is not None and x.start < q.start.timestamp():
+        return False
+    if q.starts_after is not None and not x.start > q.starts_after.timestamp():
+        return False
+    if q.starts_before is not None and not x.start < q.starts_before.timestamp():
+        return False
+    return (emin is None or x.end >= emin) and (emax is None or x.end <= emax)
 
 
-def _failing_end_bounds(view: IndexView, q: EventQuery, lo: int, hi: int) -> set:
-    """Documents of the window whose end fails an end bound.
-
-    end >= start + min_duration and end <= start + max_duration: only events starting
-    near a bound can fail it, so only those are looked at.
-    """
-    end_max = _bound(q.end) if q.end is not None else None
-    ends_before = _bound(q.ends_before) if q.ends_before is not None else None
-    ends_after = _bound(q.ends_after) if q.ends_after is not None else None
-    if end_max is None and ends_before is None and ends_after is None:
-        return set()
-    starts, order, end = view.sorted_starts, view.order, view.end
-    ranges = []
-    if end_max is not None:
-        ranges.append(bisect.bisect_right(starts, end_max - view.max_duration, lo, hi))
-    if ends_before is not None:
-        ranges.append(bisect.bisect_left(starts, ends_before - view.max_duration, lo, hi))
-    check_lo = min(ranges, default=hi)
-    check_hi = bisect.bisect_right(starts, ends_after - view.min_duration, lo, hi) if ends_after is not None else lo
-    failing = set()
-    for i in (*range(lo, check_hi), *range(max(check_lo, check_hi), hi)):
-        doc = order[i]
-        e = end[doc]
-        if (end_max is not None and e > end_max) or (ends_before is not None and not e < ends_before) \
-                or (ends_after is not None and not e > ends_after):
-            failing.add(doc)
-    return failing
-
-
-def _page_docs(view: IndexView, matched, lo: int, hi: int, first: int, want: int) -> list:
-    """The matches ``first`` to ``want`` in list order."""
-    total = len(matched)
-    if first >= total:
+def _page_rids(base: BaseView, matched: BitMap, extra: list, first: int, want: int) -> list[int]:
+    """The ids of the matches ``first`` to ``want`` in list order: the base's by rank, the
+    changed events placed among them by their sort keys."""
+    if first >= want:
         return []
-    if want * (hi - lo) / total > total // WALK_SHARE + WALK_SLACK:
-        # sparse matches in a long window: sorting the matches is cheaper than walking the window
-        return sorted(matched, key=view.pos.__getitem__)[first:want]
-    page_docs = []
-    order = view.order
-    for i in range(lo, hi):
-        doc = order[i]
-        if doc in matched:
-            page_docs.append(doc)
-            if len(page_docs) == want:
-                break
-    return page_docs[first:]
+    rids = base.rids
+    if not extra:
+        return [rids[p] for p in matched[first:want]]
+    placed = []   # each changed event's index in the merged order
+    for j, x in enumerate(extra):
+        before = base.position_after(x.key)
+        placed.append((matched.rank(before - 1) if before > 0 else 0) + j)
+    out = []
+    e = bisect.bisect_left(placed, first)
+    for g in range(first, want):
+        if e < len(placed) and placed[e] == g:
+            out.append(extra[e].rid)
+            e += 1
+        else:
+            out.append(rids[matched[g - e]])
+    return out
 
 
 def _ref_terms(snapshot: Snapshot, target: str, ids) -> list[str]:

@@ -30,7 +30,7 @@ from whoosh import index as whoosh_index
 from calendar_service.domain.resources import EVENTS
 from calendar_service.index.query import events
 from calendar_service.index.schema import SCHEMA_VERSION, event_document, make_schema
-from calendar_service.index.view import IndexView
+from calendar_service.index.view import BaseView, IndexView
 from calendar_service.index.writer import open_writer
 from calendar_service.domain.snapshot import Snapshot
 
@@ -45,7 +45,49 @@ RETIRE_SECONDS = 10
 MAX_RETIRED = 4
 WRITER_TIMEOUT_SECONDS = 30  # how long an update waits for Whoosh's own write lock
 BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more memory, fewer temporary runs)
+# A generation derived from the previous one keeps its changed events apart (matched one by one):
+# from REBASE_EXTRA of them on, a new base is read from the index on disk in the background; past
+# MAX_EXTRA the request reads it itself.
+REBASE_EXTRA = 200
+FOLLOW_DELAY_SECONDS = 0.1   # the index on disk follows a new generation after this pause
+MAX_EXTRA = 2000
+# ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
+REBUILD_SHARE = 4
 PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
+
+
+def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
+    """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
+    or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""
+    since = getattr(snapshot, "changed_since", None)
+    if since is not None and since[0] == commit:
+        paths = since[1]
+    else:
+        try:
+            if not store.is_ancestor(commit, snapshot.commit):
+                return None
+            paths = store.changed_files(commit, snapshot.commit)
+        except Exception:
+            return None
+    return [p for p in paths if p.startswith("events/")]
+
+
+def _follow_loop(index: "SearchIndex") -> None:
+    """The background thread of ``SearchIndex._follow``: sync to the newest snapshot asked for
+    until none is waiting."""
+    while True:
+        # let the request that derived the generation finish first (the index writer would share
+        # the interpreter with it), and take the writes that follow at once in one sync
+        time.sleep(FOLLOW_DELAY_SECONDS)
+        with index._lock:
+            wanted, index._wanted = index._wanted, None
+            if wanted is None:
+                index._following = False
+                return
+        try:
+            index._catch_up(*wanted)
+        except Exception:
+            log.exception("updating the search index failed")
 
 
 class SearchIndex:
@@ -55,7 +97,9 @@ class SearchIndex:
         self.directory = Path(directory)
         self.site_tz = site_tz
         self._view: IndexView | None = None
-        self._retired: list[tuple[float, IndexView]] = []
+        self._retired: list[tuple[float, BaseView]] = []
+        self._wanted = None
+        self._following = False
         self._lock = threading.Lock()
         self._building = False
 
@@ -107,10 +151,20 @@ class SearchIndex:
     # ------------------------------------------------------------------------- reading
 
     def view(self, snapshot: Snapshot, store) -> IndexView | None:
-        """The index generation for ``snapshot``'s commit, or None while the index is behind."""
+        """The index generation for ``snapshot``'s commit, or None while the index is behind.
+
+        After a write (or any new commit) the generation is derived from the previous one by
+        the events that changed (``IndexView.advanced``): no Whoosh read in the request. The
+        index on disk follows in the background (``_follow``), and the base is read again
+        from it once enough changes have piled up.
+        """
         view = self._view
         if view is not None and view.commit == snapshot.commit:
             return view
+        if view is not None and snapshot.commit:
+            advanced = self._advance(view, snapshot, store)
+            if advanced is not None:
+                return advanced
         state = self.state()
         if not state or state.get("commit") != snapshot.commit:
             self.ensure(snapshot, store)
@@ -121,20 +175,67 @@ class SearchIndex:
             if self._view is None or self._view.commit != snapshot.commit:
                 try:
                     ix = whoosh_index.open_dir(str(self.whoosh_dir))
-                    new_view = IndexView(ix, snapshot.commit)
+                    new_view = IndexView(BaseView(ix, snapshot.commit), snapshot.commit)
                 except Exception as exc:
                     # a rebuild in another process may be swapping directories; if the index is
                     # really broken, a full sync under the writer lock rebuilds it
                     log.warning("the search index cannot be read (%s)", exc)
                     self._repair(snapshot, store)
                     return None
-                old, self._view = self._view, new_view
-                if old is not None:
-                    self._retire(old)
+                self._replace(new_view)
             return self._view
 
-    def _retire(self, old: IndexView) -> None:
-        """Close replaced generations once no request can still be reading them. Called under _lock."""
+    def _advance(self, view: IndexView, snapshot: Snapshot, store) -> IndexView | None:
+        """The generation for ``snapshot`` derived from ``view``; None when a full read is due."""
+        paths = changes_since(view.commit, snapshot, store)
+        if paths is None or len(view.extra) + len(paths) > MAX_EXTRA:
+            return None
+        try:
+            advanced = view.advanced(snapshot, paths, lambda record: event_document(record, self.site_tz))
+        except Exception as exc:
+            log.warning("the index generation cannot be derived from the previous one (%s)", exc)
+            return None
+        with self._lock:
+            if self._view is view:
+                self._view = advanced
+        self._follow(snapshot, store)
+        return advanced
+
+    def _replace(self, new_view: IndexView) -> None:
+        """Serve ``new_view`` from now on; its predecessor's base is retired. Called under _lock."""
+        old, self._view = self._view, new_view
+        if old is not None and old.base is not new_view.base:
+            self._retire(old.base)
+
+    def _follow(self, snapshot: Snapshot, store) -> None:
+        """Bring the index on disk to ``snapshot`` in a background thread (one at a time, the newest
+        snapshot asked for wins), then, when enough changes have piled up, read a new base."""
+        with self._lock:
+            self._wanted = (snapshot, store)
+            if self._following:
+                return
+            self._following = True
+
+        threading.Thread(target=_follow_loop, args=(self,), name="calendar-index-follow", daemon=True).start()
+
+    def _catch_up(self, snapshot: Snapshot, store) -> None:
+        """Sync the index on disk to ``snapshot``; read a new base if the current generation's
+        changes reach REBASE_EXTRA."""
+        self.ensure(snapshot, store, blocking=True)
+        view = self._view
+        if view is None or len(view.extra) < REBASE_EXTRA or (self.state() or {}).get("commit") != snapshot.commit:
+            return
+        ix = whoosh_index.open_dir(str(self.whoosh_dir))
+        fresh = IndexView(BaseView(ix, snapshot.commit), snapshot.commit)
+        with self._lock:
+            # a newer generation came meanwhile: its own catch-up reads the base again
+            if self._view is not None and self._view.commit == fresh.commit:
+                self._replace(fresh)
+                return
+        fresh.close()
+
+    def _retire(self, old: BaseView) -> None:
+        """Close replaced bases once no request can still be reading them. Called under _lock."""
         now = time.monotonic()
         self._retired.append((now, old))
         while self._retired and (len(self._retired) > MAX_RETIRED or now - self._retired[0][0] > RETIRE_SECONDS):
@@ -199,6 +300,26 @@ class SearchIndex:
         with self._writer_lock(True):
             return self.rebuild(snapshot, progress)
 
+    def update_now(self, snapshot: Snapshot, store, progress=None) -> int:
+        """Bring the index on disk to ``snapshot`` now, waiting for any other writer; returns how
+        many events were (re)indexed. ``import`` calls it, so that the first start after an import
+        lists from the index at once: the changed files are applied, or everything rebuilt when
+        they are most of the calendar."""
+        state = self.state()
+        if state and state.get("commit") == snapshot.commit:
+            return 0
+        changes = None
+        if state and state.get("commit") and snapshot.commit:
+            try:
+                changes = store.changed_files(state["commit"], snapshot.commit)
+            except Exception:
+                changes = None
+        events = len(snapshot.by_id[EVENTS.name])
+        if changes is not None and len(changes) * REBUILD_SHARE > events:
+            changes = None
+        self.sync(snapshot, store, changes, blocking=True, progress=progress)
+        return events if changes is None else len(changes)
+
     def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None) -> bool:
         """Apply ``changes`` (path -> blob or None) or rebuild; returns False when another writer is busy."""
         with self._writer_lock(blocking) as locked:
@@ -220,7 +341,7 @@ class SearchIndex:
                 self.rebuild(snapshot, progress)
                 return True
             try:
-                self._apply(ix, writer, snapshot, changes)
+                self._apply(ix, writer, snapshot, changes, progress)
                 writer.commit()
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -229,7 +350,7 @@ class SearchIndex:
             self._write_state(snapshot.commit)
             return True
 
-    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict) -> None:
+    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict, progress=None) -> None:
         """Re-index the events whose files changed, and every id those files held or hold.
 
         Two files may claim one id (the catalog serves the first and reports the other), so
@@ -251,11 +372,13 @@ class SearchIndex:
             record = entry[1] if entry else None
             if record is not None and record.id is not None:
                 ids.add(record.id)
-        for rid in ids:
+        for n, rid in enumerate(ids, 1):
             writer.delete_by_term("rid_key", str(rid))
             record = snapshot.get(EVENTS, rid)
             if record is not None:
                 writer.add_document(**event_document(record, self.site_tz))
+            if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
+                progress(n, len(ids))
 
     def rebuild(self, snapshot: Snapshot, progress=None) -> int:
         """Index every event of ``snapshot`` into a fresh directory, then swap it in. Returns the count.

@@ -1,37 +1,56 @@
-"""One generation of the index as the lists read it: columns, sort order and cached document sets.
+"""One generation of the index as the lists read it: a base read from Whoosh, plus the events
+changed since, as compressed bitmaps and sorted columns.
 
-Per index generation the start/end/publish columns are read once and the events are kept
-sorted by (start, publish date, id), so a date window is a bisect and filters are set lookups.
+The base (``BaseView``) is read once from a Whoosh generation: every live event gets a
+*position*, its rank in list order (start, publication date, id), and the start, end and
+publication columns are kept in that order. Every document set (a status, a category, a
+search word...) is a roaring bitmap of positions, so a filter is an intersection, a date
+window on the start is a range of positions, a total is a count and a page is a select by
+rank: a list costs by the page it returns, not by the window it covers. An end bound is
+answered per duration class (events whose durations lie within a factor of two): within a
+class only the events starting near the bound can go either way, so only those are looked at.
+
+A generation (``IndexView``) is a base plus the events changed since it was read: the
+changed events' base positions are dropped (``dead``) and their current documents are kept
+beside it (``extra``, a few at most), matched one by one. A write thus makes a new
+generation from the previous one in time proportional to what it changed; the base is
+read again from Whoosh only once the changes pile up (in the background).
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
+import math
 import struct
 import threading
+from operator import itemgetter
 
+from pyroaring import BitMap
 from whoosh.reading import TermNotFound
 
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
+from calendar_service.domain.resources import EVENTS
 
-# Cached answers kept per generation before the cache is emptied (memory stays bounded
-# whatever the callers ask): visibility sets per (statuses, user), text searches, term sets.
+# Cached answers kept per base before the cache is emptied (memory stays bounded whatever
+# the callers ask): visibility sets per (statuses, user), text searches, term sets.
 MAX_VISIBLE_SETS = 256
 MAX_SEARCHES = 1000
 # Document sets per (field, term) and per search word: terms come from requests.
 MAX_SETS = 4096
-# The numeric columns every generation reads whole.
+# The numeric columns every base reads whole.
 COLUMNS = ("rid", "start", "end", "pub")
+# Reference fields of a document (see ``schema.REFERENCE_FIELDS``).
+REFERENCE_FIELDS = ("categories", "tags", "venue", "organizer")
 
 
-def read_column(reader, name: str) -> dict:
-    """docnum -> value of a numeric column for every live document, a segment at a time.
+def read_column(reader, name: str) -> list:
+    """The values of a numeric column by docnum (deleted documents included), a segment at a time.
 
     A segment's column is one run of fixed-size big-endian numbers: unpacking it in one
-    call is what makes a new index generation (after every write) cheap; whoosh's
-    per-document access costs ~10 us a value.
+    call is what makes reading a base cheap; whoosh's per-document access costs ~10 us a value.
     """
-    out = {}
+    out: list = []
     for leaf, offset in reader.leaf_readers():
         count = leaf.doc_count_all()
         column = leaf.column_reader(name, translate=False)
@@ -41,113 +60,285 @@ def read_column(reader, name: str) -> dict:
             values = list(struct.unpack(f"!{n}{column._typecode}", raw)) + [column._default] * (count - n)
         except AttributeError:  # not a plain numeric column reader (e.g. a segment without the column)
             values = [column[i] for i in range(count)]
-        for d in leaf.all_doc_ids():
-            out[offset + d] = values[d]
+        out[offset:offset + count] = values
     return out
 
 
-class IndexView:
-    """One generation of the index, opened once and shared by every request until the next."""
+def live_docnums(reader) -> list[int]:
+    """The docnums of the documents not deleted, a segment at a time."""
+    out: list[int] = []
+    for leaf, offset in reader.leaf_readers():
+        count = leaf.doc_count_all()
+        if not leaf.has_deletions():
+            out.extend(range(offset, offset + count))
+            continue
+        perdoc = getattr(leaf, "_perdoc", None)   # whoosh 2.7's per-document reader holds the set
+        deleted = set(perdoc.deleted_docs()) if perdoc is not None else None
+        if deleted is not None:
+            out.extend(offset + d for d in range(count) if d not in deleted)
+        else:
+            out.extend(offset + d for d in leaf.all_doc_ids())
+    return out
+
+
+def posting_ids(reader, field: str, term: str) -> list[int]:
+    """The docnums of a term's postings (deleted documents included), a block at a time: a
+    block's ids are decoded in one call, where whoosh's ``all_ids`` steps through them one by one."""
+    out: list[int] = []
+    for leaf, offset in reader.leaf_readers():
+        try:
+            matcher = leaf.postings(field, term)
+        except TermNotFound:
+            continue
+        matcher = getattr(matcher, "child", matcher)     # a segment with deletions filters its matcher
+        if not all(hasattr(matcher, a) for a in ("_atend", "_ids", "_read_ids", "_next_block")):
+            out.extend(d + offset for d in matcher.all_ids())   # not whoosh 2.7's block matcher
+            continue
+        while not matcher._atend:
+            if matcher._ids is None:
+                matcher._read_ids()
+            out.extend(matcher._ids if not offset else [d + offset for d in matcher._ids])
+            matcher._next_block()
+    return out
+
+
+def duration_class(duration: int) -> int:
+    """Events whose durations (seconds) lie within a factor of two share a class."""
+    return duration.bit_length() if duration >= 0 else -(-duration).bit_length() - 1
+
+
+class BaseView:
+    """Every event of one Whoosh generation, by position in list order (immutable once read)."""
 
     def __init__(self, ix, commit: str):
         self.commit = commit
         self.searcher = ix.searcher()
-        reader = self.searcher.reader()
-        self.reader = reader
-        live = list(reader.all_doc_ids())
-        self.rid, self.start, self.end, self.pub = {}, {}, {}, {}
+        reader = self.reader = self.searcher.reader()
+        live = live_docnums(reader)
+        rid = start = end = pub = []
         if live:  # whoosh has no columns to read in an index without documents
-            for name in COLUMNS:
-                getattr(self, name).update(read_column(reader, name))
-        self.order = sorted(live, key=lambda d: (self.start[d], self.pub[d], self.rid[d]))
-        self.sorted_starts = [self.start[d] for d in self.order]
-        self.by_rid = {rid: d for d, rid in self.rid.items()}
-        self.pos = {d: i for i, d in enumerate(self.order)}
-        self.live = frozenset(self.order)
-        # shortest and longest duration: an end bound only needs checking near the window's edge
-        durations = [self.end[d] - self.start[d] for d in self.order]
-        self.min_duration = min(durations, default=0)
-        self.max_duration = max(durations, default=0)
+            rid, start, end, pub = (read_column(reader, name) for name in COLUMNS)
+        keys = list(zip(start, pub, rid))
+        order = sorted(live, key=keys.__getitem__)
+        self.size = len(order)
+        self.rids = [rid[d] for d in order]
+        self.starts = [start[d] for d in order]
+        self.ends = [end[d] for d in order]
+        self.pubs = [pub[d] for d in order]
+        self.slot = {r: i for i, r in enumerate(self.rids)}        # event id -> position
+        # Whoosh docnum -> position; deleted documents (postings still name them) -> self.size
+        self._pos = [self.size] * reader.doc_count_all()
+        for i, d in enumerate(order):
+            self._pos[d] = i
+        self.all = BitMap(range(self.size))
+        # duration classes: (shortest, longest duration, positions), longest class last
+        durations = [e - s for s, e in zip(self.starts, self.ends)]
+        members: dict[int, list[int]] = {}
+        for i, c in enumerate(map(duration_class, durations)):
+            members.setdefault(c, []).append(i)
+        self.classes = []
+        for c in sorted(members):
+            spread = [durations[i] for i in members[c]]
+            self.classes.append((min(spread), max(spread), BitMap(members[c])))
         self._visible: dict = {}
-        self._sets: dict[tuple[str, str], frozenset] = {}
-        self._searches: dict[str, frozenset] = {}
+        self._sets: dict[tuple[str, str], BitMap] = {}
+        self._searches: dict[str, BitMap] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.searcher.close()
 
-    def docs(self, field: str, term: str) -> frozenset:
-        """Documents carrying ``term`` in ``field`` (cached for this generation)."""
+    def rid_of_path(self, path: str) -> int | None:
+        """The id of the event the file at ``path`` held in this base, if any."""
+        stored = self.searcher.document(path=path)
+        return int(stored["rid_key"]) if stored is not None else None
+
+    def position_after(self, key: tuple) -> int:
+        """How many events of the base come before ``key`` (start, publication date, id) in list order."""
+        start = key[0]
+        lo = bisect.bisect_left(self.starts, start)
+        hi = bisect.bisect_right(self.starts, start, lo)
+        if lo == hi:
+            return lo
+        pubs, rids = self.pubs, self.rids
+        return bisect.bisect_left(range(lo, hi), key[1:], key=lambda i: (pubs[i], rids[i])) + lo
+
+    def _remember(self, cache: dict, limit: int, key, value) -> None:
+        with self._lock:
+            if len(cache) >= limit:
+                cache.clear()
+            cache[key] = value
+
+    def docs(self, field: str, term: str) -> BitMap:
+        """Positions of the events carrying ``term`` in ``field`` (cached for this base)."""
         key = (field, term)
         found = self._sets.get(key)
         if found is None:
-            try:
-                found = frozenset(self.reader.postings(field, term).all_ids())
-            except TermNotFound:
-                found = frozenset()
-            with self._lock:
-                if len(self._sets) >= MAX_SETS:
-                    self._sets.clear()
-                self._sets[key] = found
+            docnums = posting_ids(self.reader, field, term)
+            found = BitMap(itemgetter(*docnums)(self._pos)) if len(docnums) > 1 else \
+                BitMap([self._pos[d] for d in docnums])
+            found.discard(self.size)
+            self._remember(self._sets, MAX_SETS, key, found)
         return found
 
-    def visible(self, statuses, user) -> frozenset:
-        """Documents of these statuses that ``user`` may list, hidden ones left out (cached)."""
+    def visible(self, statuses, user) -> BitMap:
+        """Events of these statuses that ``user`` may list, hidden ones left out (cached)."""
         key = (tuple(statuses), permissions.viewer(user))
         found = self._visible.get(key)
         if found is None:
             found = self._status_docs(statuses, user) - self.docs("flags", "hide_from_listings")
-            with self._lock:
-                if len(self._visible) > MAX_VISIBLE_SETS:
-                    self._visible.clear()
-                self._visible[key] = found
+            self._remember(self._visible, MAX_VISIBLE_SETS, key, found)
         return found
 
-    def _status_docs(self, statuses, user) -> frozenset:
-        """The documents of each status ``user`` may see (``permissions.status_scope``)."""
-        docs = set()
+    def _status_docs(self, statuses, user) -> BitMap:
+        """The events of each status ``user`` may see (``permissions.status_scope``)."""
+        docs = BitMap()
         for status in statuses:
             scope = permissions.status_scope(user, status)
             if scope == permissions.ALL:
                 docs |= self.docs("status", status)
             elif scope == permissions.OWN:
                 docs |= self.docs("status", status) & self.docs("author", str(user.id))
-        return frozenset(docs)
+        return docs
 
-    def any_of(self, field: str, terms) -> frozenset:
-        result: set = set()
-        for term in terms:
-            result |= self.docs(field, term)
-        return frozenset(result)
+    def any_of(self, field: str, terms) -> BitMap:
+        return BitMap.union(BitMap(), *(self.docs(field, term) for term in terms))
 
-    def search(self, text: str) -> frozenset:
+    def search(self, text: str) -> BitMap:
         """Events whose title, excerpt or description contain every word (stemmed, or as a prefix)."""
         found = self._searches.get(text)
         if found is None:
             words = search_words(text)
             if not words:
-                found = frozenset(self.order)
+                found = self.all
             else:
-                per_word = sorted((self.word(w) for w in dict.fromkeys(words)), key=len)
-                found = per_word[0]
-                for other in per_word[1:]:
-                    found = found & other
-            with self._lock:
-                if len(self._searches) > MAX_SEARCHES:
-                    self._searches.clear()
-                self._searches[text] = found
+                found = BitMap.intersection(*(self.word(w) for w in dict.fromkeys(words)))
+            self._remember(self._searches, MAX_SEARCHES, text, found)
         return found
 
-    def word(self, word: str) -> frozenset:
-        """Documents with ``word``, or a word beginning with it, in their text (cached)."""
+    def word(self, word: str) -> BitMap:
+        """Events with ``word``, or a word beginning with it, in their text (cached)."""
         key = ("text*", word)
         found = self._sets.get(key)
         if found is None:
-            found = frozenset().union(*(self.docs("text", term.decode("utf-8") if isinstance(term, bytes) else term)
-                                        for term in self.reader.expand_prefix("text", word)))
-            with self._lock:
-                if len(self._sets) >= MAX_SETS:
-                    self._sets.clear()
-                self._sets[key] = found
+            terms = (t.decode("utf-8") if isinstance(t, bytes) else t for t in self.reader.expand_prefix("text", word))
+            found = BitMap.union(BitMap(), *(self.docs("text", term) for term in terms))
+            self._remember(self._sets, MAX_SETS, key, found)
         return found
+
+    def end_filter(self, matched: BitMap, emin: int | None, emax: int | None) -> BitMap:
+        """The events of ``matched`` whose end lies in [emin, emax] (None: unbounded).
+
+        Per duration class [dmin, dmax]: an event starting at s ends within [s + dmin, s + dmax],
+        so every start of a range passes, every start beyond it fails, and only the starts
+        within (dmax - dmin) of a bound are looked at one by one.
+        """
+        starts, ends = self.starts, self.ends
+        kept = []
+        for dmin, dmax, members in self.classes:
+            lo = bisect.bisect_left(starts, emin - dmax) if emin is not None else 0
+            hi = bisect.bisect_right(starts, emax - dmin) if emax is not None else self.size
+            if lo >= hi:
+                continue
+            part = members & matched
+            if lo > 0 or hi < self.size:
+                part &= BitMap(range(lo, hi))
+            if not part:
+                continue
+            doubtful = []
+            if emin is not None:
+                doubtful.append((lo, bisect.bisect_left(starts, emin - dmin)))
+            if emax is not None:
+                doubtful.append((bisect.bisect_right(starts, emax - dmax), hi))
+            failing = []
+            for a, b in doubtful:
+                for p in part.iter_equal_or_larger(a):
+                    if p >= b:
+                        break
+                    e = ends[p]
+                    if (emin is not None and e < emin) or (emax is not None and e > emax):
+                        failing.append(p)
+            if failing:
+                part -= BitMap(failing)
+            kept.append(part)
+        return BitMap.union(BitMap(), *kept)
+
+
+class ExtraDoc:
+    """The index document of an event changed since the base was read, as the lists match it."""
+
+    __slots__ = ("rid", "path", "start", "end", "pub", "key", "status", "author", "flags", "parent", "refs",
+                 "tokens")
+
+    def __init__(self, doc: dict):
+        self.rid = doc["rid"]
+        self.path = doc["path"]
+        self.start, self.end, self.pub = doc["start"], doc["end"], doc["pub"]
+        self.key = (self.start, self.pub, self.rid)
+        self.status = doc["status"]
+        self.author = doc["author"]
+        self.flags = frozenset(doc["flags"].split(",")) if doc.get("flags") else frozenset()
+        self.parent = doc.get("parent")
+        self.refs = {f: frozenset(doc[f].split(",")) for f in REFERENCE_FIELDS if doc.get(f)}
+        self.tokens = frozenset(doc.get("text", "").split())
+
+
+class IndexView:
+    """One generation of the index, shared by every request until the next: a base, less the
+    events changed since it was read (``dead``), plus their current documents (``extra``)."""
+
+    def __init__(self, base: BaseView, commit: str, dead: BitMap | None = None, extra: dict | None = None):
+        self.base = base
+        self.commit = commit
+        self.dead = dead if dead is not None else BitMap()
+        self.extra: dict[int, ExtraDoc] = extra or {}
+        self.extra_sorted = sorted(self.extra.values(), key=lambda x: x.key)
+        self.extra_by_path = {x.path: x.rid for x in self.extra.values()}
+
+    def close(self) -> None:
+        self.base.close()
+
+    def advanced(self, snapshot, paths, document) -> "IndexView":
+        """The generation for ``snapshot``, whose event files ``paths`` changed since this one.
+
+        Every id the changed files held or hold is taken out of the base and, when the snapshot
+        still serves an event with it, given its current document (``document(record)``):
+        two files may claim one id, so documents are replaced per id, not only per path.
+        """
+        base = self.base
+        ids: set[int] = set()
+        for path in paths:
+            held = self.extra_by_path.get(path)
+            if held is None:
+                held = base.rid_of_path(path)
+            if held is not None:
+                ids.add(held)
+            entry = snapshot.files.get(path)
+            record = entry[1] if entry else None
+            if record is not None and record.id is not None:
+                ids.add(record.id)
+        dead = BitMap(self.dead)
+        extra = dict(self.extra)
+        for rid in ids:
+            slot = base.slot.get(rid)
+            if slot is not None:
+                dead.add(slot)
+            extra.pop(rid, None)
+            record = snapshot.get(EVENTS, rid)
+            if record is not None:
+                extra[rid] = ExtraDoc(document(record))
+        return IndexView(base, snapshot.commit, dead, extra)
+
+
+def bound_range(q) -> tuple[int | None, int | None]:
+    """The end bounds of ``q`` as whole seconds [emin, emax] (stored ends are whole seconds)."""
+    emin = emax = None
+    if q.end is not None:
+        emax = math.floor(q.end.timestamp())
+    if q.ends_before is not None:
+        value = math.ceil(q.ends_before.timestamp()) - 1
+        emax = value if emax is None else min(emax, value)
+    if q.ends_after is not None:
+        emin = math.floor(q.ends_after.timestamp()) + 1
+    return emin, emax
