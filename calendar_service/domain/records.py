@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -122,9 +123,30 @@ class Problem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+# Strings up to this long in a record's data are interned: keys, statuses, zones, dates and the
+# slugs events name repeat across thousands of records and are then held once per process.
+INTERN_LENGTH = 80
+
+
+def _compact(value):
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= INTERN_LENGTH else value
+    if isinstance(value, list):
+        return [_compact(item) for item in value]
+    return value
+
+
+def compact(data: dict) -> dict:
+    """``data`` with its keys and short strings interned (in place: the same dict, same order)."""
+    items = [(sys.intern(k) if isinstance(k, str) else k, _compact(v)) for k, v in data.items()]
+    data.clear()
+    data.update(items)
+    return data
+
+
 @dataclass
 class Record:
-    """One record as loaded from its file at some commit."""
+    """One record as loaded from its file at some commit (its data compacted: see ``compact``)."""
 
     resource: Resource
     data: dict
@@ -132,6 +154,9 @@ class Record:
     blob: str = ""
     # keys whose values came from git history, not from the file: key -> the file's value (None: absent)
     filled: dict | None = None
+
+    def __post_init__(self):
+        compact(self.data)
 
     def file_data(self) -> dict:
         """``data`` as the file holds it (without the values taken from git history)."""
