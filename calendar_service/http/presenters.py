@@ -6,6 +6,7 @@ by the term endpoints, and as embedded in an event).
 """
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from dataclasses import dataclass
@@ -80,14 +81,18 @@ def _text_with_urls(text: str, urls: Urls) -> str:
     nor the characters of a URL's host, so a plain replacement is exact)."""
     if _TOKEN not in text:
         return text
-    return (text.replace(_STAND_IN.rest_base, _json_inner(urls.rest_base))
-            .replace(_STAND_IN.site, _json_inner(urls.site))
-            .replace(_STAND_IN.host_path, _json_inner(urls.host_path)))
+    for stand_in, value in _replacements(urls):
+        text = text.replace(stand_in, value)
+    return text
 
 
-def _json_inner(value: str) -> str:
-    """``value`` as it appears inside a JSON string."""
-    return json.dumps(value, ensure_ascii=False)[1:-1]
+@functools.lru_cache(maxsize=64)
+def _replacements(urls: Urls) -> tuple:
+    """(stand-in, ``urls``' value as it appears inside a JSON string), in the order to apply them."""
+    def inner(value: str) -> str:
+        return json.dumps(value, ensure_ascii=False)[1:-1]
+    return ((_STAND_IN.rest_base, inner(urls.rest_base)), (_STAND_IN.site, inner(urls.site)),
+            (_STAND_IN.host_path, inner(urls.host_path)))
 
 
 def _with_urls(obj, urls: Urls):
@@ -217,14 +222,17 @@ class Presenter:
         host. Records that involve a password are built for each call: what they show depends
         on the caller.
         """
-        if self.involves_password(record):
-            return to_json(self._build(record, single))
         key = ("present", record.resource.name, record.id, single, self.viewer)
-        entry = self.snapshot.memo.get(key)   # (text with stand-in URLs, lineage to deduplicate)
+        # (text with stand-in URLs, lineage to deduplicate), or None when a password is involved
+        entry = self.snapshot.memo.get(key, False)
+        if entry is False:
+            entry = None
+            if not self.involves_password(record):
+                built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
+                entry = (to_json(built), _stored_lineage(built))
+            self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
         if entry is None:
-            built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-            entry = (to_json(built), _stored_lineage(built))
-            self.snapshot.memo.put(key, entry, len(entry[0]))
+            return to_json(self._build(record, single))
         text, lineage = entry
         if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
             return to_json(_with_urls(json.loads(text), self.urls))
