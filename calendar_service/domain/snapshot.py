@@ -248,6 +248,10 @@ class Snapshot:
         """Every record of ``resource``."""
         return list(self.by_id[resource.name].values())
 
+    def count(self, resource: Resource) -> int:
+        """How many records of ``resource`` there are (without listing them)."""
+        return len(self.by_id[resource.name])
+
     def resolve(self, resource: Resource, ref) -> Record | None:
         """The record a reference written in an event file (an id, or a slug written by an editor)
         points at, or None."""
