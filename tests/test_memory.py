@@ -3,6 +3,7 @@ text per record (whatever the host), and a memo bounded by bytes as well as entr
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -44,6 +45,9 @@ def test_records_share_their_keys_and_short_strings():
     assert [k1 is k2 for k1, k2 in zip(first.data, second.data)] == [True] * len(first.data)
     assert first.data["description"] == second.data["description"]
     assert first.data["description"] is not second.data["description"]   # long text is not interned
+    # the catalog's cache (pickle) keeps the sharing: records loaded from it are compact for free
+    again = pickle.loads(pickle.dumps({"1": first.data, "2": second.data}))
+    assert again["1"]["status"] is again["2"]["status"] and again["1"]["categories"][0] is again["2"]["categories"][0]
 
 
 def test_raw_json_is_spliced_into_a_response_body_as_it_is():

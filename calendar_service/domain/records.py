@@ -146,7 +146,12 @@ def compact(data: dict) -> dict:
 
 @dataclass
 class Record:
-    """One record as loaded from its file at some commit (its data compacted: see ``compact``)."""
+    """One record as loaded from its file at some commit.
+
+    ``parse`` compacts its data (see ``compact``); records read back from the catalog's pickled
+    cache share their strings already (pickle stores an object once however often it is named),
+    so loading them pays nothing more.
+    """
 
     resource: Resource
     data: dict
@@ -154,9 +159,6 @@ class Record:
     blob: str = ""
     # keys whose values came from git history, not from the file: key -> the file's value (None: absent)
     filled: dict | None = None
-
-    def __post_init__(self):
-        compact(self.data)
 
     def file_data(self) -> dict:
         """``data`` as the file holds it (without the values taken from git history)."""
@@ -335,7 +337,7 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         problems += _fold_stateprovince(data, path, text)
     if any(p.severity == "error" for p in problems):
         return None, problems
-    return Record(resource, data, path), problems
+    return Record(resource, compact(data), path), problems
 
 
 US_COUNTRIES = ("", "us", "usa", "united states")
