@@ -48,6 +48,10 @@ class ServePhase:
         self.scanning_reads(lists)
         floors = self.floors(bodies)
         self.feeds()
+        # what one gunicorn worker holds after a mixed read run (lists, singles, scans, feeds),
+        # before the writes (whose peak is another figure): the "RSS per worker" row
+        self.result["rss_worker_mb"] = rss_mb()
+        say(f"{self.size}: RSS after the mixed reads {self.result['rss_worker_mb']:.0f} MB")
         if self.cfg.get("profile"):
             self.result["profiles"] = profile_lists(self.runner, self.service, self.rows, lists, self.cfg)
         self.writes(floors)

@@ -8,16 +8,24 @@ format (``records.dump``) added as one commit through ``GitStore.commit_new_file
 lock, so it is safe while a service runs on the repository.
 
 Rules:
-- Linked records (venues, organizers, categories, tags) are created once each: they are
-  deduplicated by their original id, else by slug (or name). One already in the
-  repository with the same id and slug (terms: the same slug or name; venues and
-  organizers: the same slug and name) is reused, not written again.
+- Re-importing is idempotent (a site can be re-synced from the original): an event, venue
+  or organizer of the input is the repository's record whose ``global_id_lineage`` holds
+  the input's ``global_id`` (or one of its lineage), else the record of the same resource
+  with the same id and slug; a category or tag is the one with the same id and slug. Such
+  a record is rewritten only when the import changes its file (keys an editor added, such
+  as a ``password``, are kept; its id, slug and path stay), so importing the same export
+  twice writes nothing the second time. Records missing from the input are left alone
+  (an export may be a page or a date window, never a list of deletions).
+- Other linked records (venues, organizers, categories, tags) are created once each: they
+  are deduplicated by their original id, else by slug (or name). One already in the
+  repository with the same slug (terms: or name; venues and organizers: and name) is
+  reused as it is, not written.
 - Original ids are kept when they are free. An id already used in the repository, or by
   an earlier record of the input in the same id space (events, venues and organizers
   share one, categories and tags another), is replaced by a new id above every id in
   use or requested; the result lists each change (``remapped``) and so does the commit
-  message. Slugs are kept unless taken, then get ``-2``, ``-3``...; events are always
-  created (importing the same file twice gives two copies, with new ids).
+  message. A record's ``global_id`` is kept in its ``global_id_lineage``, so the next
+  import finds it under its new id. Slugs are kept unless taken, then get ``-2``, ``-3``...
 - The whole input is checked before anything is written: a bad record raises
   ImportFailure naming it (its index in the input, its id and title) and the field, and
   nothing is written.
@@ -31,16 +39,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calendar_service.cli.import_values import (Bad, as_bool, as_float, as_id, as_image, as_list, as_stamp, as_str,
+                                                plain_text, record_label)
 from calendar_service.domain import dates
-from calendar_service.domain.booleans import YES_NO, parse_bool
 from calendar_service.domain import records
 from calendar_service.domain import text
+from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.objects import blob_sha
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, RESOURCES, TAGS, VENUES, Resource
 from calendar_service.storage.store import GitStore
 
-_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 _FLAGS = ("hide_from_listings", "sticky", "featured")
 
 
@@ -55,15 +65,18 @@ class ImportResult:
     commit: str | None
     created: dict = field(default_factory=dict)      # resource name -> files written
     reused: dict = field(default_factory=dict)       # resource name -> records already there
+    updated: dict = field(default_factory=dict)      # resource name -> matched records rewritten
+    unchanged: dict = field(default_factory=dict)    # resource name -> matched records the import leaves as they are
     remapped: list = field(default_factory=list)     # (singular, original id, new id)
     seconds: float = 0.0
 
     def summary(self) -> str:
         parts = [f"{n} {name}" for name, n in self.created.items() if n]
-        line = "imported " + (", ".join(parts) or "nothing")
-        reused = [f"{n} {name}" for name, n in self.reused.items() if n]
-        if reused:
-            line += "; reused " + ", ".join(reused)
+        line = "imported " + (", ".join(parts) or "nothing new")
+        for label, counts in (("updated", self.updated), ("unchanged", self.unchanged), ("reused", self.reused)):
+            listed = [f"{n} {name}" for name, n in counts.items() if n]
+            if listed:
+                line += f"; {label} " + ", ".join(listed)
         if self.remapped:
             line += f"; {len(self.remapped)} ids changed on clash"
         if self.commit:
@@ -95,122 +108,6 @@ def events_of(data) -> list:
     raise ImportFailure("expected a list response with 'events', an event object or a list of events")
 
 
-# ----------------------------------------------------------------------------- checking one value
-
-
-class _Bad(Exception):
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
-
-
-def _label(index: int, item) -> str:
-    if not isinstance(item, dict):
-        return f"event #{index}"
-    ident = item.get("id")
-    title = item.get("title")
-    bits = []
-    if ident not in (None, ""):
-        bits.append(f"id {ident}")
-    if isinstance(title, str) and title.strip():
-        bits.append(repr(title.strip()[:60]))
-    return f"event #{index}" + (f" ({', '.join(bits)})" if bits else "")
-
-
-def _id(value, key: str) -> int | None:
-    if value in (None, "", 0, "0"):
-        return None
-    if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, str) and value.strip().isdigit()):
-        raise _Bad(key, f"must be a positive integer id, got {value!r}")
-    return int(value)
-
-
-def _str(value, key: str, required: bool = False) -> str | None:
-    if value is None or value is False:
-        if required:
-            raise _Bad(key, "is required")
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str):
-        raise _Bad(key, f"must be a string, got {type(value).__name__}")
-    if required and not value.strip():
-        raise _Bad(key, "is required and must not be empty")
-    return value if value.strip() else None
-
-
-def _stamp(value, key: str, required: bool = False) -> str | None:
-    if value in (None, ""):
-        if required:
-            raise _Bad(key, "is required")
-        return None
-    if not isinstance(value, str) or not _STAMP.match(value.strip()):
-        raise _Bad(key, f"must be a date 'YYYY-MM-DD HH:MM:SS', got {value!r}")
-    try:
-        dates.read_local(value, None)
-    except ValueError:
-        raise _Bad(key, f"is not a real date: {value!r}") from None
-    return value.strip()
-
-
-def _bool(value, key: str) -> bool | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return value
-    parsed = parse_bool(value, YES_NO) if isinstance(value, (int, str)) else None
-    if parsed is not None:
-        return parsed
-    raise _Bad(key, f"must be true or false, got {value!r}")
-
-
-def _image(value, key: str) -> str | None:
-    if value in (None, False, "", 0):
-        return None
-    if isinstance(value, dict):
-        value = value.get("url")
-    if not isinstance(value, str) or not value.strip():
-        raise _Bad(key, "must be false, an image URL or an object with 'url'")
-    return value.strip()
-
-
-def _float(value, key: str) -> float | None:
-    if value in (None, ""):
-        return None
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        raise _Bad(key, f"must be a number, got {value!r}") from None
-
-
-def plain_text(html_text: str | None) -> str | None:
-    """The editor-friendly text whose display (``text.autop``) is ``html_text``; the HTML itself
-    when no plain form displays identically."""
-    if not html_text or not html_text.strip():
-        return None
-    chunks = re.findall(r"<p>(.*?)</p>", html_text, re.S)
-    if chunks and "\n".join(f"<p>{c}</p>" for c in chunks) == html_text.strip():
-        plain = "\n\n".join(c.replace("<br />\n", "\n") for c in chunks)
-        if text.autop(plain) == html_text.strip():
-            return plain
-    return html_text
-
-
-def _as_list(value, key: str) -> list:
-    if value in (None, "", False, 0, "0"):
-        return []
-    if isinstance(value, dict):
-        # one embedded object, or a PHP-style list {"0": {...}}
-        return list(value.values()) if value and all(str(k).isdigit() for k in value) else [value]
-    if isinstance(value, list):
-        return value
-    if isinstance(value, (int, str)):
-        return [value]
-    raise _Bad(key, f"must be a list of objects or ids, got {type(value).__name__}")
-
-
 # ----------------------------------------------------------------------------- the plan
 
 
@@ -224,6 +121,7 @@ class _Linked:
     new_id: int | None = None
     reused: bool = False
     slug: str | None = None   # the slug its file has (the one files refer to it by)
+    existing: Record | None = None   # the repository's record it is (rewritten when it changes)
 
 
 class _Planner:
@@ -244,12 +142,21 @@ class _Planner:
             with_files = root / folder
             if with_files.is_dir():
                 slugs.update(name.rsplit(".", 1)[0] for name in os.listdir(with_files))
+        # (resource name, global id) -> the record whose lineage holds it
+        self.lineage: dict[tuple, Record] = {}
+        for resource in (EVENTS, VENUES, ORGANIZERS):
+            for record in snapshot.all(resource):
+                for gid in record.data.get("global_id_lineage") or ():
+                    if isinstance(gid, str):
+                        self.lineage.setdefault((resource.name, gid), record)
+        self.matched: set = set()   # (resource name, id) of repository records an input record is
+        self.existing_events: dict[int, Record] = {}   # position in self.events -> matched record
 
     # ---- reading the input
 
     def linked_record(self, resource: Resource, item, key: str) -> _Linked:
         if not isinstance(item, (dict, int, str)) or isinstance(item, bool):
-            raise _Bad(key, f"each {resource.singular} must be an object or an id")
+            raise Bad(key, f"each {resource.singular} must be an object or an id")
         if not isinstance(item, dict):
             # a bare id or name: an earlier embedded record of the input, or one in the repository
             if str(item).strip().isdigit():
@@ -259,12 +166,12 @@ class _Planner:
                     return found
                 if self.snapshot.get(resource, original) is not None:
                     return self._remember(_Linked(resource, original, {}, original, True), ("id", original))
-                raise _Bad(key, f"{original} is not the id of a {resource.singular} in the input or the repository")
+                raise Bad(key, f"{original} is not the id of a {resource.singular} in the input or the repository")
             if resource.kind != "term":
-                raise _Bad(key, f"{item!r} is not a {resource.singular} id or object")
+                raise Bad(key, f"{item!r} is not a {resource.singular} id or object")
             item = {"name": item}
-        name = _str(item.get(resource.title_key), f"{key}.{resource.title_key}", required=True).strip()
-        original = _id(item.get("id"), f"{key}.id")
+        name = as_str(item.get(resource.title_key), f"{key}.{resource.title_key}", required=True).strip()
+        original = as_id(item.get("id"), f"{key}.id")
         slug = item.get("slug") if isinstance(item.get("slug"), str) else None
         by_slug = ("slug", slug or text.slugify(name) or name.lower())
         dedupe = ("id", original) if original else by_slug
@@ -286,21 +193,21 @@ class _Planner:
     def _linked_data(self, resource: Resource, item: dict, key: str, name: str, slug) -> dict:
         data: dict = {resource.title_key: name, "slug": slug}
         if resource.kind == "term":
-            data["description"] = _str(item.get("description"), f"{key}.description")
+            data["description"] = as_str(item.get("description"), f"{key}.description")
             if resource is CATEGORIES:
-                data["parent"] = _id(item.get("parent"), f"{key}.parent")
+                data["parent"] = as_id(item.get("parent"), f"{key}.parent")
             return data
         self._post_fields(data, item, key)
         if resource is VENUES:
             for field_name in VENUES.text_keys:
-                data[field_name] = _str(item.get(field_name), f"{key}.{field_name}")
+                data[field_name] = as_str(item.get(field_name), f"{key}.{field_name}")
             for field_name in ("show_map", "show_map_link"):
-                data[field_name] = _bool(item.get(field_name), f"{key}.{field_name}")
+                data[field_name] = as_bool(item.get(field_name), f"{key}.{field_name}")
             for field_name in ("geo_lat", "geo_lng"):
-                data[field_name] = _float(item.get(field_name), f"{key}.{field_name}")
+                data[field_name] = as_float(item.get(field_name), f"{key}.{field_name}")
         else:
             for field_name in ORGANIZERS.text_keys:
-                data[field_name] = _str(item.get(field_name), f"{key}.{field_name}")
+                data[field_name] = as_str(item.get(field_name), f"{key}.{field_name}")
         return data
 
     @staticmethod
@@ -310,78 +217,97 @@ class _Planner:
 
         status = item.get("status") or "publish"
         if status not in POST_STATUSES:
-            raise _Bad(key("status"), f"must be one of {', '.join(POST_STATUSES)}, got {status!r}")
+            raise Bad(key("status"), f"must be one of {', '.join(POST_STATUSES)}, got {status!r}")
         data["status"] = status
-        data["author"] = _id(item.get("author"), key("author"))
-        data["date_utc"] = _stamp(item.get("date_utc"), key("date_utc"))
-        data["modified_utc"] = _stamp(item.get("modified_utc"), key("modified_utc")) or data["date_utc"]
-        data["description"] = plain_text(_str(item.get("description"), key("description")))
-        data["excerpt"] = plain_text(_str(item.get("excerpt"), key("excerpt")))
-        data["image"] = _image(item.get("image"), key("image"))
+        data["author"] = as_id(item.get("author"), key("author"))
+        data["date_utc"] = as_stamp(item.get("date_utc"), key("date_utc"))
+        data["modified_utc"] = as_stamp(item.get("modified_utc"), key("modified_utc")) or data["date_utc"]
+        data["description"] = plain_text(as_str(item.get("description"), key("description")))
+        data["excerpt"] = plain_text(as_str(item.get("excerpt"), key("excerpt")))
+        data["image"] = as_image(item.get("image"), key("image"))
         lineage = item.get("global_id_lineage")
-        if isinstance(lineage, list) and all(isinstance(x, str) for x in lineage) and lineage:
+        lineage = list(lineage) if isinstance(lineage, list) and all(isinstance(x, str) for x in lineage) else []
+        global_id = item.get("global_id")
+        if isinstance(global_id, str) and global_id.strip() and global_id not in lineage:
+            lineage.append(global_id)   # what the next import of this record is matched by
+        if lineage:
             data["global_id_lineage"] = lineage
 
     def event(self, index: int, item) -> None:
         if not isinstance(item, dict):
-            raise _Bad("", f"must be an event object, got {type(item).__name__}")
-        data: dict = {"title": _str(item.get("title"), "title", required=True).strip()}
-        data["id"] = _id(item.get("id"), "id")
+            raise Bad("", f"must be an event object, got {type(item).__name__}")
+        data: dict = {"title": as_str(item.get("title"), "title", required=True).strip()}
+        data["id"] = as_id(item.get("id"), "id")
         data["slug"] = item.get("slug") if isinstance(item.get("slug"), str) else None
         self._post_fields(data, item, "")
-        data["start_date"] = _stamp(item.get("start_date"), "start_date", required=True)
-        data["end_date"] = _stamp(item.get("end_date"), "end_date", required=True)
+        data["start_date"] = as_stamp(item.get("start_date"), "start_date", required=True)
+        data["end_date"] = as_stamp(item.get("end_date"), "end_date", required=True)
         if data["end_date"] < data["start_date"]:
-            raise _Bad("end_date", f"{data['end_date']} is before start_date {data['start_date']}")
-        zone = _str(item.get("timezone"), "timezone")
+            raise Bad("end_date", f"{data['end_date']} is before start_date {data['start_date']}")
+        zone = as_str(item.get("timezone"), "timezone")
         if zone and not dates.is_valid_timezone(zone):
-            raise _Bad("timezone", f"unknown time zone {zone!r}")
+            raise Bad("timezone", f"unknown time zone {zone!r}")
         data["timezone"] = zone
-        data["all_day"] = _bool(item.get("all_day"), "all_day") or None
+        data["all_day"] = as_bool(item.get("all_day"), "all_day") or None
         cost = item.get("cost")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             cost = str(cost)
         if cost is not None and not isinstance(cost, (str, list)):
-            raise _Bad("cost", f"must be a string, got {type(cost).__name__}")
+            raise Bad("cost", f"must be a string, got {type(cost).__name__}")
         data["cost"] = cost or None
         details = item.get("cost_details")
         if details is not None and not isinstance(details, dict):
-            raise _Bad("cost_details", "must be an object")
+            raise Bad("cost_details", "must be an object")
         if details and data["cost"]:
             derived = text.cost_details(data["cost"])[1]
             for part in ("currency_symbol", "currency_position", "currency_code"):
-                value = _str(details.get(part), f"cost_details.{part}")
+                value = as_str(details.get(part), f"cost_details.{part}")
                 if value and value != derived[part]:
                     data[part] = value
         # the original shows the event's own page when it has no website: keep that default
-        website = _str(item.get("website"), "website")
+        website = as_str(item.get("website"), "website")
         if "website" in item and website != item.get("url"):
             data["website"] = website or ""
         for flag in ("show_map", "show_map_link"):
-            data[flag] = _bool(item.get(flag), flag)
+            data[flag] = as_bool(item.get(flag), flag)
         for flag in _FLAGS:
-            data[flag] = _bool(item.get(flag), flag) or None
+            data[flag] = as_bool(item.get(flag), flag) or None
         custom = item.get("custom_fields")
         if custom not in (None, [], {}, ""):
             if not isinstance(custom, dict):
-                raise _Bad("custom_fields", "must be an object")
+                raise Bad("custom_fields", "must be an object")
             data["custom_fields"] = custom
         refs = {}
         for key, resource in (("venue", VENUES), ("organizer", ORGANIZERS), ("categories", CATEGORIES),
                               ("tags", TAGS)):
-            refs[key] = [self.linked_record(resource, entry, key) for entry in _as_list(item.get(key), key)]
+            refs[key] = [self.linked_record(resource, entry, key) for entry in as_list(item.get(key), key)]
         self.events.append((index, data, refs))
 
     # ---- ids, slugs, files
 
+    def _match(self, resource: Resource, original: int | None, wanted_slug, title: str, lineage) -> Record | None:
+        """The repository's record an input record is (see the module's rules), or None; each
+        repository record is matched once."""
+        found = next((self.lineage[(resource.name, g)] for g in lineage or () if (resource.name, g) in self.lineage),
+                     None)
+        if found is None and original:
+            same = self.snapshot.get(resource, original)
+            slug = text.slugify(wanted_slug if isinstance(wanted_slug, str) and wanted_slug else title)
+            if same is not None and same.slug == slug:
+                found = same
+        if found is None or (resource.name, found.id) in self.matched:
+            return None
+        self.matched.add((resource.name, found.id))
+        return found
+
     def _reuse(self, linked: _Linked) -> None:
         resource, data, snapshot = linked.resource, linked.data, self.snapshot
         slug = data.get("slug") or text.slugify(data[resource.title_key])
-        if linked.original_id:
-            same = snapshot.get(resource, linked.original_id)
-            if same is not None and same.slug == slug:
-                linked.new_id, linked.reused = same.id, True
-                return
+        same = self._match(resource, linked.original_id, data.get("slug"), data[resource.title_key],
+                           data.get("global_id_lineage"))
+        if same is not None:
+            linked.new_id, linked.reused, linked.existing = same.id, True, same
+            return
         by_slug = snapshot.get_slug(resource, slug) if slug else None
         if resource.kind == "term":
             name = data["name"].lower()
@@ -400,18 +326,42 @@ class _Planner:
         taken.add(slug)
         return slug
 
-    def files(self, result: ImportResult) -> dict[str, bytes]:
-        """Give every record its id and slug, and dump the files."""
+    def _write(self, resource: Resource, data: dict, existing: Record | None, out: dict, replacing: dict,
+               result: ImportResult) -> None:
+        """Dump a new record, or rewrite a matched one when its file changes (an editor's extra keys kept)."""
+        if existing is None:
+            out[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+            result.created[resource.name] += 1
+            return
+        extras = {k: v for k, v in existing.file_data().items() if k not in data}
+        content = records.dump(resource, {**data, **extras})
+        blob = self.snapshot.files[existing.path][0]
+        if blob_sha(content) == blob:
+            result.unchanged[resource.name] += 1
+            return
+        out[existing.path] = content
+        replacing[existing.path] = blob
+        result.updated[resource.name] += 1
+
+    def files(self, result: ImportResult) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Give every record its id and slug, and dump the files: (path -> content, path -> the
+        blob a rewritten file replaces)."""
         for linked in self.linked.values():
             if not linked.reused:
                 self._reuse(linked)
+        for position, (_, data, _) in enumerate(self.events):
+            same = self._match(EVENTS, data["id"], data.get("slug"), data["title"], data.get("global_id_lineage"))
+            if same is not None:
+                data["id"] = same.id
+                self.existing_events[position] = same
         spaces = {"posts": set(self.snapshot.ids["posts"]), "terms": set(self.snapshot.ids["terms"])}
         wanted = {"posts": [], "terms": []}   # (kind, original id, record) in order of claim
         for linked in self.linked.values():
             if not linked.reused:
                 wanted[linked.resource.id_space].append((linked.resource, linked.original_id, linked))
-        for _, data, _ in self.events:
-            wanted["posts"].append((EVENTS, data["id"], data))
+        for position, (_, data, _) in enumerate(self.events):
+            if position not in self.existing_events:
+                wanted["posts"].append((EVENTS, data["id"], data))
         for space, claims in wanted.items():
             used = spaces[space]
             next_free = max([*used, *(c[1] or 0 for c in claims), 0]) + 1
@@ -428,8 +378,9 @@ class _Planner:
                 else:
                     target["id"] = new
         out: dict[str, bytes] = {}
+        replacing: dict[str, str] = {}
         result.created = {name: 0 for name in RESOURCES}
-        result.reused = dict(result.created)
+        result.reused, result.updated, result.unchanged = dict(result.created), dict(result.created), dict(result.created)
         # files refer to records by slug: every slug is settled before any file is written
         for linked in self.linked.values():
             if linked.reused:
@@ -440,7 +391,7 @@ class _Planner:
         originals = {(l.resource.name, l.original_id): l.slug for l in self.linked.values() if l.original_id}
         for linked in self.linked.values():
             resource = linked.resource
-            if linked.reused:
+            if linked.reused and linked.existing is None:
                 result.reused[resource.name] += 1
                 continue
             data = {"id": linked.new_id, **linked.data, "slug": linked.slug}
@@ -449,26 +400,33 @@ class _Planner:
                 existing = self.snapshot.get(CATEGORIES, parent)
                 data["parent"] = originals.get((CATEGORIES.name, parent)) or (
                     existing.slug if existing is not None else None)
-            out[records.path_for(resource, data["slug"])] = records.dump(resource, data)
-            result.created[resource.name] += 1
-        for _, data, refs in self.events:
-            data["slug"] = self._slug(EVENTS, data.get("slug"), data["title"], data["id"])
+            self._write(resource, data, linked.existing, out, replacing, result)
+        for position, (_, data, refs) in enumerate(self.events):
+            existing = self.existing_events.get(position)
+            data["slug"] = existing.slug if existing is not None else self._slug(
+                EVENTS, data.get("slug"), data["title"], data["id"])
             for key, linked_list in refs.items():
                 data[key] = list(dict.fromkeys(l.slug for l in linked_list)) or None
-            out[records.path_for(EVENTS, data["slug"])] = records.dump(EVENTS, data)
-            result.created[EVENTS.name] += 1
-        return out
+            self._write(EVENTS, data, existing, out, replacing, result)
+        return out, replacing
 
 
 # ----------------------------------------------------------------------------- entry points
 
 
 def _message(result: ImportResult, source: str | None) -> str:
-    lines = [f"Import {result.created.get('events', 0)} events" + (f" from {source}" if source else "")]
+    created, updated = result.created.get("events", 0), result.updated.get("events", 0)
+    head = f"Import {created} events" if created or not updated else f"Update {updated} events"
+    if created and updated:
+        head += f", update {updated}"
+    lines = [head + (f" from {source}" if source else "")]
     details = [f"{n} {name}" for name, n in result.created.items() if n and name != "events"]
     body = []
     if details:
         body.append("Created " + ", ".join(details) + ".")
+    changed = [f"{n} {name}" for name, n in result.updated.items() if n]
+    if changed:
+        body.append("Updated " + ", ".join(changed) + " (matched by global_id or id).")
     reused = [f"{n} {name}" for name, n in result.reused.items() if n]
     if reused:
         body.append("Reused " + ", ".join(reused) + " already in the repository.")
@@ -500,22 +458,23 @@ def import_events(store: GitStore, items: list, site_tz, author: tuple[str, str]
         for index, item in enumerate(items):
             try:
                 planner.event(index, item)
-            except _Bad as bad:
+            except Bad as bad:
                 where = f"field '{bad.key}'" if bad.key else "the record"
-                raise ImportFailure(f"{_label(index, item)}: {where} {bad}") from None
+                raise ImportFailure(f"{record_label(index, item)}: {where} {bad}") from None
             if progress and (index + 1) % 2000 == 0:
                 progress("checking", index + 1, len(items))
         if progress and len(items) % 2000:
             progress("checking", len(items), len(items))
         result = ImportResult(None)
-        files = planner.files(result)
-        if not files:
+        files, replacing = planner.files(result)
+        if not files:   # nothing new and nothing changed: no commit at all
             result.seconds = time.monotonic() - started
             return result
         commit_message = message or _message(result, source)
         result.commit = store.commit_new_files(
             files, commit_message, author, snapshot.commit,
-            progress=(lambda done, total: progress("writing", done, total)) if progress else None)
+            progress=(lambda done, total: progress("writing", done, total)) if progress else None,
+            replacing=replacing)
     result.seconds = time.monotonic() - started
     return result
 

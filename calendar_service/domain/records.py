@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -122,9 +123,35 @@ class Problem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+# Strings up to this long in a record's data are interned: keys, statuses, zones, dates and the
+# slugs events name repeat across thousands of records and are then held once per process.
+INTERN_LENGTH = 80
+
+
+def _compact(value):
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= INTERN_LENGTH else value
+    if isinstance(value, list):
+        return [_compact(item) for item in value]
+    return value
+
+
+def compact(data: dict) -> dict:
+    """``data`` with its keys and short strings interned (in place: the same dict, same order)."""
+    items = [(sys.intern(k) if isinstance(k, str) else k, _compact(v)) for k, v in data.items()]
+    data.clear()
+    data.update(items)
+    return data
+
+
 @dataclass
 class Record:
-    """One record as loaded from its file at some commit."""
+    """One record as loaded from its file at some commit.
+
+    ``parse`` compacts its data (see ``compact``); records read back from the catalog's pickled
+    cache share their strings already (pickle stores an object once however often it is named),
+    so loading them pays nothing more.
+    """
 
     resource: Resource
     data: dict
@@ -310,7 +337,7 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
         problems += _fold_stateprovince(data, path, text)
     if any(p.severity == "error" for p in problems):
         return None, problems
-    return Record(resource, data, path), problems
+    return Record(resource, compact(data), path), problems
 
 
 US_COUNTRIES = ("", "us", "usa", "united states")

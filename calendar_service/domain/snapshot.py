@@ -34,16 +34,22 @@ def _event_refs(event: Record):
 
 
 # Derived values a snapshot remembers at most (least recently used dropped first): with
-# presented objects kept independent of the request's host, a few per record.
+# presented objects kept independent of the request's host, a few per record; and at most this
+# many bytes of them (presented objects are JSON text: one byte per ASCII character).
 MEMO_SIZE = 20_000
+MEMO_BYTES = 24_000_000
+ENTRY_BYTES = 200   # what an entry counts for when its caller does not weigh it
 
 
 class Memo:
-    """A bounded, thread-safe mapping that forgets its least recently used entries."""
+    """A bounded, thread-safe mapping that forgets its least recently used entries: at most
+    ``size`` entries and ``budget`` bytes (as the callers weigh them)."""
 
-    def __init__(self, size: int = MEMO_SIZE):
+    def __init__(self, size: int = MEMO_SIZE, budget: int = MEMO_BYTES):
         self.size = size
-        self._items: OrderedDict = OrderedDict()
+        self.budget = budget
+        self.weight = 0
+        self._items: OrderedDict = OrderedDict()   # key -> (value, weight)
         self._lock = threading.Lock()
 
     def get(self, key, default=None):
@@ -52,14 +58,22 @@ class Memo:
                 self._items.move_to_end(key)
             except KeyError:
                 return default
-            return self._items[key]
+            return self._items[key][0]
+
+    def put(self, key, value, weight: int) -> None:
+        """Remember ``value``, counted as ``weight`` bytes."""
+        weight += ENTRY_BYTES
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self._items[key] = (value, weight)
+            self.weight += weight
+            while self._items and (len(self._items) > self.size or self.weight > self.budget):
+                self.weight -= self._items.popitem(last=False)[1][1]
 
     def __setitem__(self, key, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        self.put(key, value, 0)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -237,6 +251,10 @@ class Snapshot:
     def all(self, resource: Resource) -> list[Record]:
         """Every record of ``resource``."""
         return list(self.by_id[resource.name].values())
+
+    def count(self, resource: Resource) -> int:
+        """How many records of ``resource`` there are (without listing them)."""
+        return len(self.by_id[resource.name])
 
     def resolve(self, resource: Resource, ref) -> Record | None:
         """The record a reference written in an event file (an id, or a slug written by an editor)

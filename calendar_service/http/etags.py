@@ -7,7 +7,7 @@ from flask import request
 
 from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
-from calendar_service.http.call import Call, encode_json
+from calendar_service.http.call import Call
 from calendar_service.http.presenters import Presenter, Urls
 from calendar_service.service import errors as service_errors
 
@@ -33,11 +33,11 @@ def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
     """
     presenter = Presenter(snapshot, TAG_URLS, call.service.site_tz, call.unlocked, call.user)
     if presenter.involves_password(record):  # what it shows depends on the password given
-        return etag(encode_json(presenter.present(record, single=True)))
+        return etag(presenter.present_json(record, single=True))
     key = ("etag", record.resource.name, record.id, presenter.viewer)
     tag = snapshot.memo.get(key)
     if tag is None:  # the same for every caller who sees the same records, until the next commit
-        tag = etag(encode_json(presenter.present(record, single=True)))
+        tag = etag(presenter.present_json(record, single=True))
         snapshot.memo[key] = tag
     return tag
 

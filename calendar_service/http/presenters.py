@@ -6,6 +6,8 @@ by the term endpoints, and as embedded in an event).
 """
 from __future__ import annotations
 
+import functools
+import json
 import secrets
 from dataclasses import dataclass
 from datetime import timezone
@@ -48,6 +50,51 @@ class Urls:
 # put in. A flood of distinct Host headers therefore costs no memory.
 _TOKEN = secrets.token_hex(8)
 _STAND_IN = Urls(rest_base=f"https://rest-{_TOKEN}.invalid", site=f"https://site-{_TOKEN}.invalid")
+
+
+class RawJSON:
+    """JSON text that goes into a response body as it is (``call.encode_json`` splices it)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def to_json(obj) -> str:
+    """The JSON text of an object as responses carry it (compact, UTF-8 characters as they are)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _stored_lineage(obj) -> bool:
+    """Whether a presented object (or one it embeds) has a global_id_lineage beyond its own global_id."""
+    if isinstance(obj, dict):
+        lineage = obj.get("global_id_lineage")
+        if isinstance(lineage, list) and len(lineage) > 1:
+            return True
+        return any(_stored_lineage(v) for v in obj.values() if isinstance(v, (dict, list)))
+    if isinstance(obj, list):
+        return any(_stored_lineage(v) for v in obj if isinstance(v, (dict, list)))
+    return False
+
+
+def _text_with_urls(text: str, urls: Urls) -> str:
+    """JSON text built with the stand-in URLs, with ``urls`` put in (JSON escapes neither ``/``
+    nor the characters of a URL's host, so a plain replacement is exact)."""
+    if _TOKEN not in text:
+        return text
+    for stand_in, value in _replacements(urls):
+        text = text.replace(stand_in, value)
+    return text
+
+
+@functools.lru_cache(maxsize=64)
+def _replacements(urls: Urls) -> tuple:
+    """(stand-in, ``urls``' value as it appears inside a JSON string), in the order to apply them."""
+    def inner(value: str) -> str:
+        return json.dumps(value, ensure_ascii=False)[1:-1]
+    return ((_STAND_IN.rest_base, inner(urls.rest_base)), (_STAND_IN.site, inner(urls.site)),
+            (_STAND_IN.host_path, inner(urls.host_path)))
 
 
 def _with_urls(obj, urls: Urls):
@@ -163,26 +210,35 @@ class Presenter:
         return image
 
     def present(self, record: Record, single: bool = False) -> dict:
-        """The API object of any record.
-
-        Objects are remembered for the snapshot's commit (content is immutable per commit), once
-        for every host (see ``_STAND_IN``), unless a password-protected record is involved: what
-        those show depends on the caller. Callers must not change the returned objects.
-        """
+        """The API object of any record (a new object: the caller may change it)."""
         if self.involves_password(record):
             return self._build(record, single)
+        return json.loads(self.present_json(record, single))
+
+    def present_json(self, record: Record, single: bool = False) -> str:
+        """The JSON text of ``present(record, single)``.
+
+        The text is remembered for the snapshot's commit (content is immutable per commit), once
+        for every host: built with stand-in URLs (see ``_STAND_IN``), the caller's put in by
+        plain replacement. One compact string per record and viewer, not a tree of objects per
+        host. Records that involve a password are built for each call: what they show depends
+        on the caller.
+        """
         key = ("present", record.resource.name, record.id, single, self.viewer)
-        # (the object with stand-in URLs, the base URL last asked, the object for it): a repeated
-        # read from the same host skips putting the URLs in again, and an entry never holds more
-        # than two objects however many hosts ask
-        entry = self.snapshot.memo.get(key)
-        if entry is not None and entry[1] == self.urls:
-            return entry[2]
-        cached = entry[0] if entry is not None else Presenter(
-            self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-        at_urls = _with_urls(cached, self.urls)
-        self.snapshot.memo[key] = (cached, self.urls, at_urls)
-        return at_urls
+        # (text with stand-in URLs, lineage to deduplicate), or None when a password is involved
+        entry = self.snapshot.memo.get(key, False)
+        if entry is False:
+            entry = None
+            if not self.involves_password(record):
+                built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
+                entry = (to_json(built), _stored_lineage(built))
+            self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
+        if entry is None:
+            return to_json(self._build(record, single))
+        text, lineage = entry
+        if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
+            return to_json(_with_urls(json.loads(text), self.urls))
+        return _text_with_urls(text, self.urls)
 
     def _build(self, record: Record, single: bool) -> dict:
         resource = record.resource

@@ -1,5 +1,5 @@
-"""Importing many new files as one commit through ``git fast-import`` (a pack, not one loose
-object per file)."""
+"""Importing many files as one commit through ``git fast-import`` (a pack, not one loose object
+per file): new files, and replacements of files whose current blob the caller names."""
 from __future__ import annotations
 
 import logging
@@ -13,7 +13,7 @@ from typing import Callable
 from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.gitcmd import EMPTY_TREE, Git
 from calendar_service.storage.history import History
-from calendar_service.storage.objects import ident
+from calendar_service.storage.objects import blob_sha, ident
 from calendar_service.storage.writing import Writer
 
 log = logging.getLogger(__name__)
@@ -39,21 +39,30 @@ class BulkWriter:
         self._sync_worktree = sync_worktree
 
     def commit_new_files(self, files: dict[str, bytes], message: str, author: tuple[str, str],
-                         expected_head: str | None, progress=None) -> str:
-        """Add many NEW files as one commit on the branch; returns the new commit id.
+                         expected_head: str | None, progress=None, replacing: dict[str, str] | None = None) -> str:
+        """Add many files as one commit on the branch; returns the new commit id.
 
-        The commit goes to a temporary ref, then the branch advances (compare-and-swap) and
-        ``git read-tree -m -u OLD NEW`` brings the index and working tree in line (it only
-        adds the new files). Raises BranchMoved if the branch is not at ``expected_head``,
-        StoreError if a path exists already (committed, or any file in the working tree) or
-        git fails; in both cases the branch and working tree are untouched.
-        ``progress(done, total)`` is called while objects are written.
+        Every path of ``files`` must be new, except those of ``replacing`` (path -> the blob id
+        the file has at ``expected_head``), which are overwritten: each must still have that blob
+        both at ``expected_head`` and in the working tree (an editor's uncommitted change to it
+        refuses the import rather than be lost). The commit goes to a temporary ref, then the
+        branch advances (compare-and-swap) and ``git read-tree -m -u OLD NEW`` brings the index
+        and working tree in line (only the files of the commit change). Raises BranchMoved if the
+        branch is not at ``expected_head``, StoreError if a new path exists already (committed,
+        or any file in the working tree), a replaced one changed, or git fails; in every case
+        the branch and working tree are untouched. ``progress(done, total)`` is called while
+        objects are written.
         """
+        replacing = replacing or {}
         if self._head() != expected_head:
             raise BranchMoved("the branch moved")
         existing = self._history.list_files(expected_head) if expected_head else {}
         for path in files:
-            if path in existing or os.path.lexists(self.root / path):
+            if path in replacing:
+                blob = replacing[path]
+                if existing.get(path) != blob or self._worktree_blob(path) != blob:
+                    raise StoreError(f"{path} changed since it was read (committed or not); nothing was imported")
+            elif path in existing or os.path.lexists(self.root / path):
                 raise StoreError(f"{path} exists already; nothing was imported")
         temp_ref = f"{IMPORT_REF_PREFIX}{os.getpid()}-{threading.get_ident()}"
         try:
@@ -66,13 +75,23 @@ class BulkWriter:
             try:
                 self._run("read-tree", "-m", "-u", expected_head or EMPTY_TREE, new_commit)
             except StoreError as exc:
-                # the commit stands; write the files ourselves (none existed: checked above)
+                # the commit stands; write the files ourselves (new or unchanged since read: checked above)
                 log.warning("read-tree after an import failed (%s); writing the files directly", exc)
                 self._sync_worktree(files)
 
         self._writer.advance(expected_head, new_commit, message.splitlines()[0],
-                             {p: None for p in files}, update_worktree)
+                             {p: replacing.get(p) for p in files}, update_worktree)
         return new_commit
+
+    def _worktree_blob(self, path: str) -> str | None:
+        """The blob id of the working tree's file at ``path`` (None: missing, or not a plain file)."""
+        target = self.root / path
+        if target.is_symlink() or not target.is_file():
+            return None
+        try:
+            return blob_sha(target.read_bytes())
+        except OSError:
+            return None
 
     def _fast_import(self, ref: str, files: dict[str, bytes], message: str, author: tuple[str, str],
                      parent: str | None, progress) -> None:

@@ -248,10 +248,11 @@ class GitStore:
         return new_commit
 
     def commit_new_files(self, files: dict[str, bytes], message: str, author: tuple[str, str],
-                         expected_head: str | None, progress=None) -> str:
-        """Add many NEW files as one commit (``git fast-import``); returns the commit id. Must be
-        called inside ``write_lock``. Raises BranchMoved or StoreError (see ``BulkWriter``)."""
-        return self._bulk.commit_new_files(files, message, author, expected_head, progress)
+                         expected_head: str | None, progress=None, replacing: dict[str, str] | None = None) -> str:
+        """Add many NEW files (and replace those of ``replacing``: path -> current blob) as one
+        commit (``git fast-import``); returns the commit id. Must be called inside ``write_lock``.
+        Raises BranchMoved or StoreError (see ``BulkWriter``)."""
+        return self._bulk.commit_new_files(files, message, author, expected_head, progress, replacing)
 
     def _sync_worktree(self, changes: dict[str, bytes | None]) -> None:
         """Write the working-tree files of ``changes`` (None deletes) and update git's index."""

@@ -124,7 +124,7 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
     """
     paged = bool({"page", "per_page"} & call.present)
     if not paged:
-        query.page, query.per_page = 1, max(1, len(call.snapshot.all(EVENTS)))
+        query.page, query.per_page = 1, max(1, call.snapshot.count(EVENTS))
     result = call.service.list_events(query, call.user, call.snapshot)
     if result.page > 1 and not result.items:
         raise errors.plugin_error("event-archive-page-not-found")

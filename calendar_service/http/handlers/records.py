@@ -7,7 +7,7 @@ from calendar_service.http import errors
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
-from calendar_service.http.call import Call, encode_json
+from calendar_service.http.call import Call
 from calendar_service.http.etags import if_match, matches, record_etag
 from calendar_service.http.handlers.events import ical_response, wants_ical
 
@@ -36,13 +36,11 @@ def handle_single(call: Call):
         if wants_ical(call):
             feed = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user).feed([record])
             return ical_response(feed, f"{record.slug}.ics")
-    body = call.presenter().present(record, single=True)
-    text = encode_json(body)
     tag = record_etag(call, call.snapshot, record)
     if matches(request.headers.get("If-None-Match"), tag, weak=True):
         return Response(status=304, headers={"ETag": tag})
-    response = Response(text, status=200, headers={"Content-Type": "application/json; charset=UTF-8", "ETag": tag})
-    return response
+    text = call.presenter().present_json(record, single=True)
+    return Response(text, status=200, headers={"Content-Type": "application/json; charset=UTF-8", "ETag": tag})
 
 
 def _check_event_password(call: Call, record: Record) -> None:

@@ -1,0 +1,80 @@
+"""What keeps a worker's memory small: compact records, presented objects remembered as one JSON
+text per record (whatever the host), and a memo bounded by bytes as well as entries."""
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from calendar_service.cli.importer import import_events
+from calendar_service.domain import records
+from calendar_service.domain.snapshot import Memo
+from calendar_service.http.call import encode_json
+from calendar_service.http.presenters import RawJSON
+from calendar_service.storage.store import GitStore
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+
+
+def test_the_memo_forgets_the_least_recently_used_entries_past_its_byte_budget():
+    memo = Memo(size=100, budget=10_000)
+    for n in range(5):
+        memo.put(("text", n), "x" * 2_000, 2_000)
+    assert len(memo) == 4 and memo.get(("text", 0)) is None   # 5 x (2,000 + the entry's own) > 10,000
+    assert memo.get(("text", 1)) is not None                    # now the most recently used
+    memo.put(("text", 5), "x" * 2_000, 2_000)
+    assert memo.get(("text", 2)) is None and memo.get(("text", 1)) is not None
+    memo.put(("text", 1), "short", 5)                           # replacing an entry frees its weight
+    assert memo.weight == sum(w for _, w in memo._items.values()) and memo.weight < 10_000
+    memo["plain"] = 1                                           # unweighed entries count a little
+    assert memo.get("plain") == 1 and len(memo) == 5
+
+
+def test_records_share_their_keys_and_short_strings():
+    def event(n):
+        return (f"---\nid: {n}\ntitle: Talk {n}\nslug: talk-{n}\nstatus: publish\ntimezone: Europe/Berlin\n"
+                f"start_date: '2030-01-01 10:00:00'\nend_date: '2030-01-01 11:00:00'\ncategories: [music, jazz]\n"
+                f"---\n{'A long description. ' * 10}\n").encode()
+    first, _ = records.parse("events/talk-1.md", event(1))
+    second, _ = records.parse("events/talk-2.md", event(2))
+    assert list(first.data) == list(second.data) and list(first.data)[:3] == ["id", "title", "slug"]
+    for key in ("status", "timezone", "start_date"):
+        assert first.data[key] is second.data[key]
+    assert first.data["categories"][1] is second.data["categories"][1]
+    assert [k1 is k2 for k1, k2 in zip(first.data, second.data)] == [True] * len(first.data)
+    assert first.data["description"] == second.data["description"]
+    assert first.data["description"] is not second.data["description"]   # long text is not interned
+    # the catalog's cache (pickle) keeps the sharing: records loaded from it are compact for free
+    again = pickle.loads(pickle.dumps({"1": first.data, "2": second.data}))
+    assert again["1"]["status"] is again["2"]["status"] and again["1"]["categories"][0] is again["2"]["categories"][0]
+
+
+def test_raw_json_is_spliced_into_a_response_body_as_it_is():
+    fragment = RawJSON('{"id":7,"title":"Caf\u00e9 \\"night\\""}')
+    body = {"events": [fragment, RawJSON("[]")], "total": 2, "note": "raw-json-0"}
+    text = encode_json(body)
+    assert json.loads(text) == {"events": [{"id": 7, "title": 'Caf\u00e9 "night"'}, []], "total": 2,
+                                "note": "raw-json-0"}
+    assert encode_json(RawJSON('{"a":1}')) == '{"a":1}'
+
+
+def test_presented_records_are_right_for_every_host(paths, make_app):
+    """One cached text per record, the caller's URLs put in; a stored lineage entry equal to the
+    global id at this host is listed once."""
+    store = GitStore(paths["content_dir"])
+    import_events(store, json.loads((SAMPLES / "events_list.json").read_text())["events"], ZoneInfo("UTC"))
+    store.close()
+    client = make_app().test_client()
+    api = "/calendar/events/v1/events"
+    window = {"start_date": "2000-01-01", "end_date": "2100-01-01"}
+    for _ in range(2):   # built, then from the memo
+        for host, lineage in (("localhost", ["localhost?id=7"]), ("127.0.0.1", ["127.0.0.1?id=7", "localhost?id=7"]),
+                              ("localhost:8080", ["localhost:8080?id=7", "localhost?id=7"])):
+            single = client.get(f"{api}/7", base_url=f"http://{host}").get_json()
+            listed = client.get(api, query_string=window, base_url=f"http://{host}").get_json()["events"][0]
+            for event in (single, listed):
+                assert event["global_id"] == lineage[0] and event["global_id_lineage"] == lineage
+                assert event["rest_url"] == f"http://{host}/calendar/events/v1/events/7"
+                assert event["venue"]["url"].startswith(f"http://{host}/")
+            assert single["json_ld"]["url"].startswith(f"http://{host}/")
