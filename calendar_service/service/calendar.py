@@ -30,6 +30,7 @@ from calendar_service.service import errors, ids, trash
 from calendar_service.service.status import view as status_view
 from calendar_service.service.history import History
 from calendar_service.service.sync import RemoteSync
+from calendar_service.service.series_writes import SeriesWriter
 from calendar_service.service.writes import LinkedValueError, WritePlan, Writer, parse_linked, parse_term_list
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
@@ -62,6 +63,7 @@ class CalendarService:
         self.accounts = accounts
         self.index = index
         self.writer = Writer(settings)
+        self.series_writer = SeriesWriter(self.writer)
         self.history = History(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
@@ -184,6 +186,22 @@ class CalendarService:
             raise errors.plugin_error(f"{resource.singular}-is-in-trash", id=record.id)
         result = self._write(self.writer.delete(record), user, precondition)
         return record if result is None else result
+
+    def update_occurrences(self, record: Record, original, scope: str, args: dict, user: User,
+                           precondition=None) -> Record:
+        """Update the occurrence of ``record``'s series originally at ``original`` (naive local),
+        with ``scope`` ``this``, ``following`` or ``all`` (see ``series_writes``), in one commit.
+        Returns the series record the answer shows (the new one for ``following``)."""
+        if not permissions.can_edit(user, record):
+            raise errors.forbidden(user is not None)
+        return self._write(self.series_writer.update(record, original, scope, args, user), user, precondition)
+
+    def delete_occurrences(self, record: Record, original, scope: str, user: User, precondition=None) -> Record:
+        """Remove the occurrence of ``record``'s series at ``original`` (``this``: an EXDATE) or it
+        and the later ones (``following``: the rule ends before it), in one commit."""
+        if not permissions.can_delete(user, record):
+            raise errors.forbidden(user is not None)
+        return self._write(self.series_writer.delete(record, original, scope), user, precondition)
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
         """The trashed events, venues and organizers (of ``resources``, default all three),

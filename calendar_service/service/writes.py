@@ -18,7 +18,7 @@ from calendar_service.domain import dates, permissions, records, text
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
-from calendar_service.service import errors
+from calendar_service.service import errors, series_writes
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.objects import blob_sha
 
@@ -396,6 +396,9 @@ class Writer:
                 data[key] = self._linked_ids(plan, target, items, user)
         if "password" in args and args["password"] is not None:
             data["password"] = args["password"] or None
+        if args.get("recurrence") is not None:
+            series_writes.apply_recurrence(data, args["recurrence"])
+        series_writes.check_series(data, self.site_tz)
 
     def _apply_venue(self, data: dict, args: dict, creating: bool) -> None:
         for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):
