@@ -35,6 +35,7 @@ from calendar_service.domain import dates
 from calendar_service.domain.booleans import YES_NO, parse_bool
 from calendar_service.domain import records
 from calendar_service.domain import text
+from calendar_service.cli import import_series
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, POST_STATUSES, RESOURCES, TAGS, VENUES, Resource
@@ -366,6 +367,9 @@ class _Planner:
             if not isinstance(custom, dict):
                 raise _Bad("custom_fields", "must be an object")
             data["custom_fields"] = custom
+        bad = import_series.series_fields(data, item, self.site_tz)
+        if bad:
+            raise _Bad(*bad)
         refs = {}
         for key, resource in (("venue", VENUES), ("organizer", ORGANIZERS), ("categories", CATEGORIES),
                               ("tags", TAGS)):
