@@ -187,21 +187,15 @@ class CalendarService:
         result = self._write(self.writer.delete(record), user, precondition)
         return record if result is None else result
 
-    def update_occurrences(self, record: Record, original, scope: str, args: dict, user: User,
-                           precondition=None) -> Record:
-        """Update the occurrence of ``record``'s series originally at ``original`` (naive local),
-        with ``scope`` ``this``, ``following`` or ``all`` (see ``series_writes``), in one commit.
-        Returns the series record the answer shows (the new one for ``following``)."""
-        if not permissions.can_edit(user, record):
+    def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,
+                          precondition=None) -> Record:
+        """Update (``args``) or delete (None) the occurrence of ``record``'s series at ``original`` with
+        ``scope`` (see ``series_writes``) in one commit; returns the series (the new one for following)."""
+        if not (permissions.can_edit if args is not None else permissions.can_delete)(user, record):
             raise errors.forbidden(user is not None)
-        return self._write(self.series_writer.update(record, original, scope, args, user), user, precondition)
-
-    def delete_occurrences(self, record: Record, original, scope: str, user: User, precondition=None) -> Record:
-        """Remove the occurrence of ``record``'s series at ``original`` (``this``: an EXDATE) or it
-        and the later ones (``following``: the rule ends before it), in one commit."""
-        if not permissions.can_delete(user, record):
-            raise errors.forbidden(user is not None)
-        return self._write(self.series_writer.delete(record, original, scope), user, precondition)
+        build = (self.series_writer.update(record, original, scope, args, user) if args is not None
+                 else self.series_writer.delete(record, original, scope))
+        return self._write(build, user, precondition)
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
         """The trashed events, venues and organizers (of ``resources``, default all three),

@@ -85,13 +85,20 @@ def check_series(data: dict, site_tz) -> None:
                                    "; ".join(str(p) for p in found) + ".")
 
 
-def apply_recurrence(data: dict, lines) -> None:
-    """``recurrence`` given to a create or an update of the whole series: the file's lines become
-    ``lines``; none makes the event single again (its exceptions go too)."""
+def apply_recurrence(data: dict, lines, site_tz) -> None:
+    """``recurrence`` given to a create or an update of a single event or a whole series (None:
+    not given): the file's lines become ``lines``; none makes the event single again (its
+    exceptions go too). Then the event must be a valid series or a single event (``check_series``)."""
+    if lines is not None:
+        set_recurrence(data, lines)
+    check_series(data, site_tz)
+
+
+def set_recurrence(data: dict, lines) -> None:
     if not lines:
         data["recurrence"] = data["exceptions"] = None
-        return
-    data["recurrence"] = list(lines)
+    else:
+        data["recurrence"] = list(lines)
 
 
 def drop_stale_exceptions(data: dict, site_tz) -> None:
@@ -180,7 +187,7 @@ class SeriesWriter:
             else:
                 data = {**current.data, **self._scoped(apply_all, series, where, changed), "modified_utc": now}
             if "recurrence" in args:
-                apply_recurrence(data, args["recurrence"])
+                set_recurrence(data, args["recurrence"])
                 drop_stale_exceptions(data, self.site_tz)
             check_series(data, self.site_tz)
             plan.put(EVENTS, data, old_path=current.path)

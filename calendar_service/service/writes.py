@@ -161,7 +161,6 @@ class WritePlan:
     def unique_slug(self, resource: Resource, wanted: str, record_id: int) -> str:
         """``wanted``, or ``wanted-2``, ``-3``...: the first slug no other record holds or this write plans."""
         used = self.slugs.setdefault(resource.name, set())
-
         own = self.snapshot.get(resource, record_id)
 
         def taken(slug: str) -> bool:
@@ -396,9 +395,7 @@ class Writer:
                 data[key] = self._linked_ids(plan, target, items, user)
         if "password" in args and args["password"] is not None:
             data["password"] = args["password"] or None
-        if args.get("recurrence") is not None:
-            series_writes.apply_recurrence(data, args["recurrence"])
-        series_writes.check_series(data, self.site_tz)
+        series_writes.apply_recurrence(data, args.get("recurrence"), self.site_tz)
 
     def _apply_venue(self, data: dict, args: dict, creating: bool) -> None:
         for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):

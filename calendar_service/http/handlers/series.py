@@ -54,7 +54,7 @@ def handle_update(call: Call, record: Record, original: datetime, scope: str):
     if "recurrence" not in args and "recurrence" in call.raw and call.raw["recurrence"] is None:
         args["recurrence"] = []  # JSON null removes it, as an empty list does
     before = series_of(record, service.site_tz)
-    result = service.update_occurrences(record, original, scope, args, call.user, precondition=if_match(call, record))
+    result = service.write_occurrences(record, original, scope, args, call.user, precondition=if_match(call, record))
     presenter = call.presenter(after_write=True)
     call.headers["ETag"] = record_etag(call, presenter.snapshot, result if scope == "following" else
                                        presenter.snapshot.get(EVENTS, record.id) or result)
@@ -72,7 +72,7 @@ def handle_delete(call: Call, record: Record, original: datetime, scope: str):
     if scope == "all" or (scope == "following" and original == series.start):
         return None  # the series itself: the ordinary delete
     before = _present_occurrence(call, record, original, after_write=False)
-    service.delete_occurrences(record, original, scope, call.user, precondition=if_match(call, record))
+    service.write_occurrences(record, original, scope, None, call.user, precondition=if_match(call, record))
     presenter = call.presenter(after_write=True)
     current = presenter.snapshot.get(EVENTS, record.id)
     if current is not None:
