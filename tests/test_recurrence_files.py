@@ -342,3 +342,16 @@ def test_the_sample_calendar_has_a_valid_series():
 
 def front_bytes(raw: bytes) -> dict:
     return yaml.safe_load(raw.decode().split("---\n")[1])
+
+
+def test_a_change_to_a_series_is_reported_for_the_series_id(admin, anon, repo):
+    series = create_series(admin)
+    token = anon.get("/changes").get_json()["next_token"]
+    tag = anon.get(f"/events/{series['id']}").headers["ETag"]
+    assert admin.put(f"/events/{occ(series['id'], 10)}", json={"title": "Special"}).status_code == 200
+    assert admin.delete(f"/events/{occ(series['id'], 17)}").status_code == 200
+    body = anon.get(f"/changes?since={token}").get_json()
+    assert [(c["type"], c["id"], c["action"]) for c in body["changes"]] == [("events", series["id"], "updated")]
+    # the series' single read changed (its recurrence block), so its ETag did; its revisions list both writes
+    assert anon.get(f"/events/{series['id']}").headers["ETag"] != tag
+    assert len(admin.get(f"/events/{series['id']}/revisions").get_json()["revisions"]) == 3
