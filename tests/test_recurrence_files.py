@@ -355,3 +355,15 @@ def test_a_change_to_a_series_is_reported_for_the_series_id(admin, anon, repo):
     # the series' single read changed (its recurrence block), so its ETag did; its revisions list both writes
     assert anon.get(f"/events/{series['id']}").headers["ETag"] != tag
     assert len(admin.get(f"/events/{series['id']}/revisions").get_json()["revisions"]) == 3
+
+
+def test_exception_fields_are_type_checked_like_the_event_fields(tmp_path, capsys):
+    root = tmp_path / "content"
+    (root / "events").mkdir(parents=True)
+    (root / "events" / "typed.md").write_text(SERIES.format(
+        id=1, lines=RULE, extra="exceptions:\n  '2030-09-10 19:00:00':\n    title: [not, text]\n"
+                                "    featured: 'yes'\n"))
+    assert main(["validate", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "typed.md:9: 'exceptions' '2030-09-10 19:00:00': 'title' must be a string" in out
+    assert "featured" not in out  # 'yes' reads as true, as in the event's own fields

@@ -317,6 +317,13 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             split = _split_front_matter(text)
             problems += [Problem(path, line, message) for line, message in series_file.problems(
                 data, text, lambda key: _line_of(text, key), split[0] if split else "", split[2] if split else 0)]
+            exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
+            for key, changes in exceptions.items():
+                if isinstance(changes, dict):  # an exception's fields have the types of the event's
+                    checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types})
+                    changes.update(checked)
+                    problems += [Problem(path, _line_of(text, "exceptions"),
+                                         f"'exceptions' {str(key)!r}: {p.message}") for p in wrong]
     elif "recurrence" in meta or "exceptions" in meta:
         key = "recurrence" if "recurrence" in meta else "exceptions"
         problems.append(Problem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))

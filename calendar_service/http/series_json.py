@@ -22,6 +22,18 @@ def recurrence_block(record: Record, site_tz, rest_url: str) -> dict | None:
         return None
     return {
         "rules": list(series.lines),
-        "exceptions": {show(k, series.all_day): dict(v) for k, v in sorted(series.exceptions.items())},
+        "exceptions": {show(k, series.all_day): {name: _plain(value) for name, value in v.items()}
+                       for k, v in sorted(series.exceptions.items())},
         "occurrences": rest_url + "/occurrences",
     }
+
+
+def _plain(value):
+    """A value as JSON can hold it (YAML may give dates for unquoted text)."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)

@@ -140,7 +140,7 @@ class SeriesWriter:
         return current, series
 
     def _changes(self, plan, current: Record, series: Series, original: datetime, args: dict, user: User):
-        """(the occurrence's data, the fields the arguments change in it, in file form)."""
+        """The fields the arguments change in the occurrence at ``original``, in file form."""
         before = occurrence_data(current, series, original)
         fields = {k: v for k, v in args.items() if k not in ("recurrence", "recurrence_scope")}
         after = self.writer._apply(plan, EVENTS, dict(before), fields, user, creating=False)
@@ -150,7 +150,7 @@ class SeriesWriter:
         old, new = plan.slug_refs(EVENTS, before), plan.slug_refs(EVENTS, after)
         changed = {k: new.get(k) for k in relevant if k in new or k in old
                    if new.get(k) != old.get(k) and k not in ("id", "modified_utc")}
-        return before, changed
+        return changed
 
     def update(self, record: Record, original: datetime, scope: str, args: dict, user: User):
         """The build of an update of the occurrence of ``record``'s series at ``original``."""
@@ -158,11 +158,11 @@ class SeriesWriter:
             current, series = self._current(plan, record)
             where = original
             mode = "all" if scope == "following" and where == series.start else scope
-            before, changed = self._changes(plan, current, series, where, args, user)
+            changed = self._changes(plan, current, series, where, args, user)
             now = dates.fmt(dates.utc_now())
             label = f'event {current.id} "{current.title}"'
             if mode == "this":
-                refused = sorted(k for k in changed if k in SERIES_ONLY) + (["recurrence"] if "recurrence" in args else [])
+                refused = sorted(k for k in changed if k in SERIES_ONLY) + ["recurrence"] * ("recurrence" in args)
                 if refused:
                     raise errors.invalid_param(refused[0], f"{refused[0]} belongs to the whole series: "
                                                            "use recurrence_scope=all (or following).")
