@@ -8,12 +8,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from calendar_service.domain.booleans import LENIENT, parse_bool
+from calendar_service.domain.recurrence.expand import horizon_end
 
 
 def _bool(value: str) -> bool:
@@ -117,6 +119,8 @@ class Settings:
     webhook_max_failures: int = 20       # consecutive failures that disable a subscription; 0 = never
     webhook_lease: float = 30.0          # seconds a delivering process holds the lease without renewing it
     webhook_poll: float = 1.0            # seconds between looks at the branch head and the queue
+    # recurring events: open-ended rules are expanded this many months ahead (1..120)
+    recurrence_horizon: int = 24
 
     # environment variable -> (field name, converter)
     ENV = {
@@ -157,6 +161,7 @@ class Settings:
         "CALENDAR_WEBHOOK_MAX_FAILURES": ("webhook_max_failures", int),
         "CALENDAR_WEBHOOK_LEASE": ("webhook_lease", float),
         "CALENDAR_WEBHOOK_POLL": ("webhook_poll", float),
+        "CALENDAR_RECURRENCE_HORIZON": ("recurrence_horizon", int),
     }
 
     @classmethod
@@ -216,6 +221,8 @@ class Settings:
                 raise ValueError(f"{name} must be a positive number of seconds")
         if not self.webhook_lease > self.webhook_timeout:
             raise ValueError("CALENDAR_WEBHOOK_LEASE must be longer than CALENDAR_WEBHOOK_TIMEOUT")
+        if isinstance(self.recurrence_horizon, bool) or not 1 <= int(self.recurrence_horizon) <= 120:
+            raise ValueError("CALENDAR_RECURRENCE_HORIZON must be a number of months from 1 to 120")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
         allow = self.webhook_allow_private
@@ -253,3 +260,8 @@ class Settings:
     @property
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.site_timezone)
+
+    def horizon_end(self, now=None):
+        """The end of the recurrence horizon at ``now`` (default: now): where open-ended rules stop
+        (``CALENDAR_RECURRENCE_HORIZON`` months ahead, rounded up to the next midnight UTC)."""
+        return horizon_end(now or datetime.now(timezone.utc), int(self.recurrence_horizon))

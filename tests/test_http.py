@@ -555,8 +555,9 @@ def test_namespace_index_reflects_the_request_host(make_app):
     assert body["_links"]["up"][0]["href"] == "http://calendar.example.test/"
 
 
-# Arguments we add on purpose (tests/test_ical.py checks where they appear); the rest is the original's.
-OUR_ARGS = {"ical"}
+# Arguments we add on purpose (tests/test_ical.py and tests/test_recurrence_files.py check where they
+# appear); the rest is the original's.
+OUR_ARGS = {"ical", "recurrence", "recurrence_scope"}
 
 
 def _arg_names(endpoint, key: str = "") -> list:

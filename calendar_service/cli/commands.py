@@ -282,8 +282,14 @@ def cmd_new(options) -> int:
         if end < start:
             raise ValueError("--end is before --start")
         data.update(start_date=start, end_date=end, timezone=zone_name)
-    elif options.start or options.end:
-        raise ValueError("--start and --end are for events only")
+        if options.repeat:
+            from calendar_service.domain.recurrence import parse_repeat_phrase
+            try:
+                data["recurrence"] = parse_repeat_phrase(options.repeat, dates.read_local(start, zone), zone)
+            except ValueError as exc:
+                raise ValueError(f"--repeat: {exc}") from None
+    elif options.start or options.end or options.repeat:
+        raise ValueError("--start, --end and --repeat are for events only")
     content = records.dump(resource, data)
     record, problems = records.parse(path, content)
     if record is None or problems:  # never write a file validate would refuse
@@ -405,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--start", help="event start, in the event's time zone")
     new.add_argument("--end", help="event end, in the event's time zone")
     new.add_argument("--timezone", help="event time zone (default: CALENDAR_TIMEZONE)")
+    new.add_argument("--repeat", help='make the event a recurring series: a phrase such as "every tuesday until '
+                     '2027-06-30", "every other week", "on the last friday of the month", "10 times", or an RRULE')
     new.add_argument("--slug", help="default: made from the title")
     new.add_argument("--status", default="publish", choices=("publish", "draft", "pending", "private"))
     new.add_argument("--description")

@@ -44,6 +44,7 @@ from calendar_service.cli.import_values import (Bad, as_bool, as_float, as_id, a
 from calendar_service.domain import dates
 from calendar_service.domain import records
 from calendar_service.domain import text
+from calendar_service.cli import import_series
 from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
@@ -277,6 +278,9 @@ class _Planner:
             if not isinstance(custom, dict):
                 raise Bad("custom_fields", "must be an object")
             data["custom_fields"] = custom
+        bad = import_series.series_fields(data, item, self.site_tz)
+        if bad:
+            raise Bad(*bad)
         refs = {}
         for key, resource in (("venue", VENUES), ("organizer", ORGANIZERS), ("categories", CATEGORIES),
                               ("tags", TAGS)):

@@ -18,6 +18,7 @@ import yaml
 
 from calendar_service.domain import dates
 from calendar_service.domain.booleans import LENIENT, parse_bool
+from calendar_service.domain import series_file
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
 try:  # the C loader and dumper are five to seven times faster than the pure-Python ones
@@ -72,7 +73,13 @@ def _represent_str(dumper, data):
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
+class _Lines(list):
+    """A list always written one item per line (a series' ``recurrence``)."""
+
+
 _Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(_Lines, lambda dumper, data: dumper.represent_sequence(
+    "tag:yaml.org,2002:seq", data, flow_style=False))
 _Dumper.add_representer(str, _represent_str)
 
 
@@ -333,6 +340,20 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
             problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+        if not any(p.severity == "error" for p in problems):
+            split = _split_front_matter(text)
+            problems += [Problem(path, line, message) for line, message in series_file.problems(
+                data, text, lambda key: _line_of(text, key), split[0] if split else "", split[2] if split else 0)]
+            exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
+            for key, changes in exceptions.items():
+                if isinstance(changes, dict):  # an exception's fields have the types of the event's
+                    checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types})
+                    changes.update(checked)
+                    problems += [Problem(path, _line_of(text, "exceptions"),
+                                         f"'exceptions' {str(key)!r}: {p.message}") for p in wrong]
+    elif "recurrence" in meta or "exceptions" in meta:
+        key = "recurrence" if "recurrence" in meta else "exceptions"
+        problems.append(Problem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))
     if resource is RESOURCES["venues"]:
         problems += _fold_stateprovince(data, path, text)
     if any(p.severity == "error" for p in problems):
@@ -411,7 +432,7 @@ def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
 
 def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[Problem]:
     """Keys the service does not read: kept and served anyway (a warning), often a typo."""
-    known = known_keys(resource)
+    known = known_keys(resource) | {"recurrence", "exceptions"}  # on other records: an error (see parse)
     problems = []
     for key in meta:
         if key not in known:
@@ -494,12 +515,20 @@ def _coerce(kind: str, value):
         if isinstance(value, dict):
             return value
         raise TypeError
+    if kind == "lines":  # a list of text lines (one line may be written as a plain string)
+        if isinstance(value, str):
+            return [line.strip() for line in value.splitlines() if line.strip()]
+        if isinstance(value, list):
+            return value
+        raise TypeError
     raise AssertionError(kind)
 
 
 def dump(resource: Resource, data: dict) -> bytes:
     """The file content for ``data``: declared keys first, in order, then any others; None values left out."""
     ordered = {k: data[k] for k in resource.file_keys if data.get(k) is not None}
+    if isinstance(ordered.get("recurrence"), list):
+        ordered["recurrence"] = _Lines(ordered["recurrence"])  # one RFC 5545 line per line
     for key, value in data.items():
         if key not in ordered and key != resource.body_key and value is not None and key in data:
             if key not in resource.file_keys:

@@ -75,6 +75,7 @@ TYPE_NAMES = {
     "float": "a number",
     "image": "an image URL",
     "map": "a mapping",
+    "lines": "a list of lines",
 }
 
 _POST_COMMON_TYPES = {
@@ -91,16 +92,18 @@ EVENTS = Resource(
     file_keys=("id", "title", "slug", "status", "author", "date_utc", "modified_utc", "start_date", "end_date",
                "timezone", "all_day", "excerpt", "cost", "currency_symbol", "currency_position", "currency_code",
                "website", "show_map", "show_map_link", "hide_from_listings", "sticky", "featured",
-               "categories", "tags", "venue", "organizer", "image", "post_parent", "password", "custom_fields"),
+               "categories", "tags", "venue", "organizer", "image", "post_parent", "password", "custom_fields",
+               "recurrence", "exceptions"),
     types={**_POST_COMMON_TYPES, "title": "str", "start_date": "datetime", "end_date": "datetime",
            "timezone": "str", "all_day": "bool", "cost": "cost", "currency_symbol": "str",
            "currency_position": "str", "currency_code": "str", "website": "str", "show_map": "bool",
            "show_map_link": "bool", "hide_from_listings": "bool", "sticky": "bool", "featured": "bool",
            "categories": "refs", "tags": "refs", "venue": "refs", "organizer": "refs", "post_parent": "int",
-           "custom_fields": "map"},
+           "custom_fields": "map", "recurrence": "lines", "exceptions": "map"},
     body_key="description",
+    # a series' exceptions are written through recurrence_scope=this on its occurrences
     server_keys=("id", "modified_utc", "currency_symbol", "currency_position", "currency_code", "post_parent",
-                 "password", "custom_fields"),
+                 "password", "custom_fields", "exceptions"),
     permalink="/event/{slug}/",
 )
 

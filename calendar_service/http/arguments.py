@@ -130,7 +130,18 @@ EVENT_CREATE_ARGS = (
         location="body"),
     Arg("organizer", N_("The event organizer IDs or data"), items="integer", default=None, check="linked_organizer",
         location="body"),
+    # not in the original's route table (its Pro add-on has no REST writes of series)
+    Arg("recurrence", N_("Makes the event a recurring series: RFC 5545 lines (RRULE, EXDATE, RDATE) as a list, or "
+                         "separated by newlines; start_date and end_date are the first occurrence. An empty value "
+                         "makes the series a single event again."),
+        items="string", default=None, check="recurrence_lines", location="body"),
 )
+
+# On an update or delete of an event: which occurrences of a series it changes.
+RECURRENCE_SCOPE = Arg("recurrence_scope", N_("For a recurring event: this (only the occurrence the ID names), "
+                                              "following (it and the later ones: the series is split in two) or "
+                                              "all (the whole series). Default: this for an occurrence ID, all for "
+                                              "the series ID."), type="string", check="recurrence_scope")
 
 
 def _linked_archive_args(per_page: str, search: str, event: str, has_events: str, upcoming: str,

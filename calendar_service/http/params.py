@@ -19,6 +19,7 @@ from calendar_service.domain.booleans import LENIENT, WORDPRESS_REST, parse_bool
 from calendar_service.auth.accounts import User
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, OTHER_REGISTERED_STATUSES, POST_STATUSES, TAGS, VENUES
+from calendar_service.http import series_params
 from calendar_service.http.arguments import Arg, create_args
 from calendar_service.service.calendar import LinkedValueError, parse_linked, parse_term_list
 
@@ -361,6 +362,16 @@ def _term_list(value, ctx, arg):
         raise Invalid() from None
 
 
+def _reasoned(check):
+    """``check`` with its ValueError as Invalid (its message is the reason)."""
+    def run(value, ctx, arg):
+        try:
+            return check(value, ctx, arg)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from None
+    return run
+
+
 def _linked(resource):
     """A venue or organizer value of an event payload: ids, or objects that would pass its own create checks."""
     def check(value, ctx, arg):
@@ -496,6 +507,8 @@ CHECKS = {
     "image": _image,
     "cost": _cost,
     "term_list": _term_list,
+    "recurrence_lines": _reasoned(series_params.recurrence_lines),
+    "recurrence_scope": _reasoned(series_params.recurrence_scope),
     "linked_venue": _linked(VENUES),
     "linked_organizer": _linked(ORGANIZERS),
     "order": _order,

@@ -14,6 +14,7 @@ from datetime import timezone
 from urllib.parse import urlsplit
 
 from calendar_service.http import json_ld
+from calendar_service.http.series_json import recurrence_block
 from calendar_service.domain import dates, permissions, records
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
@@ -313,6 +314,8 @@ class Presenter:
             "organizer": [self.organizer(o, single) for o in self.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
+        if single and data.get("recurrence"):
+            out["recurrence"] = recurrence_block(record, self.site_tz, out["rest_url"])
         if single:
             out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
                                                 self.refs(record, "organizer"), self.urls)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from calendar_service.http.i18n import LANGUAGES, N_
 from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
-from calendar_service.http.arguments import ICAL, Arg, archive_args, create_args, update_args
+from calendar_service.http.arguments import ICAL, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
 
 NAMESPACE = "calendar/events/v1"
 WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
@@ -169,6 +169,7 @@ def build_routes() -> tuple[Route, ...]:
         # event is unlocked and its password set the same way whichever route names it
         slug = (_slug_arg(resource),) + extra
         as_ical = (ICAL,) if resource is EVENTS else ()
+        scope = (RECURRENCE_SCOPE,) if resource is EVENTS else ()
         by_slug_update_args = tuple(a for a in update_args(resource) if a.name != "slug")
         routes += [
             Route(f"/{resource.name}", (
@@ -177,8 +178,8 @@ def build_routes() -> tuple[Route, ...]:
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
                 Endpoint(("GET",), "single", ident + as_ical),
-                Endpoint(("DELETE",), "delete", ident, "delete"),
-                Endpoint(EDIT, "update", ident + update_args(resource), "edit"),
+                Endpoint(("DELETE",), "delete", ident + scope, "delete"),
+                Endpoint(EDIT, "update", ident + update_args(resource) + scope, "edit"),
             ), resource),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
                 Endpoint(("GET",), "single", slug + as_ical),

@@ -30,6 +30,7 @@ from calendar_service.service import errors, ids, trash
 from calendar_service.service.status import view as status_view
 from calendar_service.service.history import History
 from calendar_service.service.sync import RemoteSync
+from calendar_service.service.series_writes import SeriesWriter
 from calendar_service.service.writes import LinkedValueError, WritePlan, Writer, parse_linked, parse_term_list
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
@@ -62,6 +63,7 @@ class CalendarService:
         self.accounts = accounts
         self.index = index
         self.writer = Writer(settings)
+        self.series_writer = SeriesWriter(self.writer)
         self.history = History(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
@@ -184,6 +186,16 @@ class CalendarService:
             raise errors.plugin_error(f"{resource.singular}-is-in-trash", id=record.id)
         result = self._write(self.writer.delete(record), user, precondition)
         return record if result is None else result
+
+    def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,
+                          precondition=None) -> Record:
+        """Update (``args``) or delete (None) the occurrence of ``record``'s series at ``original`` with
+        ``scope`` (see ``series_writes``) in one commit; returns the series (the new one for following)."""
+        if not (permissions.can_edit if args is not None else permissions.can_delete)(user, record):
+            raise errors.forbidden(user is not None)
+        build = (self.series_writer.update(record, original, scope, args, user) if args is not None
+                 else self.series_writer.delete(record, original, scope))
+        return self._write(build, user, precondition)
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
         """The trashed events, venues and organizers (of ``resources``, default all three),

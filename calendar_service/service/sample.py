@@ -1,6 +1,6 @@
 """The sample calendar written to a new content repository on first run.
 
-About twenty events dated relative to the day of the first run (so the default list window
+About twenty events and a weekly series dated relative to the day of the first run (so the default list window
 shows them), with venues, organizers, categories and tags, committed as one commit.
 """
 from __future__ import annotations
@@ -78,6 +78,34 @@ EVENTS_DATA = [
 ]
 
 
+# A recurring series: a weekly rehearsal in the site's zone, twelve times from the day after the
+# first run, without its third evening (EXDATE) and with its fifth one moved and retitled.
+SERIES_DATA = {"title": "Choir Rehearsal", "offset": 1, "hour": 19, "hours": 2, "count": 12, "venue": "riverside-hall",
+               "organizer": ["city-arts-council"], "categories": ["music"], "tags": ["evening", "weekly"]}
+WEEKDAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+
+
+def series(today, site_timezone: str, record_id: int, created: str) -> dict:
+    """The sample's recurring series (see SERIES_DATA) as the data of its file."""
+    item = SERIES_DATA
+    start = datetime.combine(today + timedelta(days=item["offset"]), time(item["hour"], 0))
+    skipped, moved = start + timedelta(weeks=2), start + timedelta(weeks=4)
+    return {
+        "id": record_id, "title": item["title"], "slug": "choir-rehearsal", "status": "publish", "author": 1,
+        "date_utc": created, "modified_utc": created, "start_date": dates.fmt(start),
+        "end_date": dates.fmt(start + timedelta(hours=item["hours"])), "timezone": site_timezone,
+        "show_map": True, "show_map_link": True, "categories": item["categories"], "tags": item["tags"],
+        "venue": [item["venue"]], "organizer": item["organizer"],
+        "recurrence": [f"RRULE:FREQ=WEEKLY;BYDAY={WEEKDAY_CODES[start.weekday()]};COUNT={item['count']}",
+                       f"EXDATE:{skipped:%Y%m%dT%H%M%S}"],
+        "exceptions": {dates.fmt(moved): {"title": "Choir Rehearsal with the orchestra",
+                                          "start_date": dates.fmt(moved - timedelta(hours=1)),
+                                          "end_date": dates.fmt(moved + timedelta(hours=item["hours"]))}},
+        "description": "Weekly rehearsal, open to new singers.\n\nNo rehearsal in the third week; in the "
+                       "fifth the orchestra joins us, an hour earlier.",
+    }
+
+
 def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
     """The sample calendar's files, dated relative to ``today`` (a date in the site time zone)."""
     created = dates.fmt(dates.utc_now())
@@ -139,6 +167,7 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
             data["end_date"] = data["end_date"][:10] + " 23:59:59"
         next_post_id += 1
         add(EVENTS, data)
+    add(EVENTS, series(today, site_timezone, next_post_id, created))
     return files
 
 

@@ -18,7 +18,7 @@ from calendar_service.domain import dates, permissions, records, text
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
-from calendar_service.service import errors
+from calendar_service.service import errors, series_writes
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.objects import blob_sha
 
@@ -161,7 +161,6 @@ class WritePlan:
     def unique_slug(self, resource: Resource, wanted: str, record_id: int) -> str:
         """``wanted``, or ``wanted-2``, ``-3``...: the first slug no other record holds or this write plans."""
         used = self.slugs.setdefault(resource.name, set())
-
         own = self.snapshot.get(resource, record_id)
 
         def taken(slug: str) -> bool:
@@ -396,6 +395,7 @@ class Writer:
                 data[key] = self._linked_ids(plan, target, items, user)
         if "password" in args and args["password"] is not None:
             data["password"] = args["password"] or None
+        series_writes.apply_recurrence(data, args.get("recurrence"), self.site_tz)
 
     def _apply_venue(self, data: dict, args: dict, creating: bool) -> None:
         for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):

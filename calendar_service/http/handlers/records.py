@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from flask import Response, request
 
+from calendar_service.domain import permissions
 from calendar_service.http import errors
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
 from calendar_service.http.call import Call
 from calendar_service.http.etags import if_match, matches, record_etag
+from calendar_service.http.handlers import series
 from calendar_service.http.handlers.events import ical_response, wants_ical
 
 
@@ -64,12 +66,23 @@ def handle_create(call: Call):
 
 
 def handle_update(call: Call):
+    scoped = series.scoped_target(call)
+    if scoped is not None:
+        return series.handle_update(call, *scoped)
     record = target(call)
     updated = call.service.update(record, call.args, call.user, precondition=if_match(call, record))
     return _written(call, updated, 200)
 
 
 def handle_delete(call: Call):
+    scoped = series.scoped_target(call)
+    if scoped is not None:
+        answer = series.handle_delete(call, *scoped)
+        if answer is not None:
+            return answer
+        if not permissions.can_delete(call.user, scoped[0]):  # addressed by an occurrence id
+            raise errors.forbidden(call.user is not None)
+        call.record = scoped[0]  # the whole series: the ordinary delete
     record = target(call)
     if record.resource.kind == "term":
         before = call.presenter().present(record)
