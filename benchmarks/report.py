@@ -170,6 +170,11 @@ def _goal_text(goal) -> str:
     return "from the index"
 
 
+def _per_second(row):
+    """writes/s of a writers_N result (serve.py stores a row with ``writes_per_s``)."""
+    return row.get("writes_per_s") if isinstance(row, dict) else row
+
+
 def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
     if name.startswith("list /"):
         return _request_check(_rows_named(s, LIST_ROWS), goal)
@@ -182,7 +187,7 @@ def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
     if name.startswith("write,"):
         return _request_check(_rows_named(s, WRITE_ROWS), goal)
     if name.startswith("4 concurrent"):
-        one, four = s.get("writers_1", b.get("writers_1")), s.get("writers_4", b.get("writers_4"))
+        one, four = (_per_second(s.get(key, b.get(key))) for key in ("writers_1", "writers_4"))
         if one is None or four is None:
             return "not measured", None
         return f"{four:.1f} vs {one:.1f}", four >= one
