@@ -20,7 +20,7 @@ import icalendar
 import pytest
 import recurring_ical_events
 import vobject
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from calendar_service.domain import dates, records
 from calendar_service.domain import recurrence as rec
@@ -301,6 +301,38 @@ def test_the_feed_cache_follows_a_change_to_an_exceptions_venue(files, anon, rep
     assert [str(e.get("LOCATION")) for e in vevents(feed(anon, "2027-01-01", "2027-01-31"), 41)] == ["None", "New Hall"]
 
 
+def test_a_protected_series_and_its_exceptions_are_blanked(files, anon, admin):
+    files.put(VENUES, {"id": 7, "venue": "Hall", "slug": "hall", "status": "publish",
+                       "date_utc": "2026-01-01 00:00:00", "modified_utc": "2026-01-01 00:00:00"})
+    exceptions = {"2027-01-12 19:00:00": {"venue": ["hall"], "description": "<p>Secret plans</p>"}}
+    s = series(["RRULE:FREQ=WEEKLY;COUNT=4"], "2027-01-05 19:00:00", "2027-01-05 21:00:00", exceptions=exceptions)
+    files.series(41, s, exceptions, password="pw", description="<p>Hidden</p>")
+    files.commit()
+    blanked = vevents(feed(anon, "2027-01-01", "2027-01-31"), 41)
+    assert [str(e["CLASS"]) for e in blanked] == ["CONFIDENTIAL", "CONFIDENTIAL"]
+    assert not any("LOCATION" in e or "DESCRIPTION" in e for e in blanked)
+    assert "RRULE" in blanked[0] and "RECURRENCE-ID" in blanked[1]
+    full = vevents(feed(admin, "2027-01-01", "2027-01-31"), 41)
+    assert [str(e.get("DESCRIPTION")) for e in full] == ["Hidden", "Secret plans"]
+    assert str(full[1]["LOCATION"]) == "Hall"
+
+
+def test_recurring_ical_events_drops_instances_within_an_hour_of_a_recurrence_id():
+    """The limit the random cross-check works around: if a new version of recurring-ical-events
+    no longer does this, the workaround in ``series_with_exceptions`` can go. In Berlin (UTC+1 in
+    January) moving 01:00 also removes 00:00 (local 00:00 = the exception's UTC 00:00) and 02:00
+    (UTC 01:00 = the exception's local 01:00)."""
+    text = "\r\n".join([
+        "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN",
+        "BEGIN:VEVENT", "UID:a", "DTSTAMP:20240101T000000Z", "DTSTART;TZID=Europe/Berlin:20240101T000000",
+        "DTEND;TZID=Europe/Berlin:20240101T003000", "RRULE:FREQ=HOURLY;COUNT=4", "END:VEVENT",
+        "BEGIN:VEVENT", "UID:a", "DTSTAMP:20240101T000000Z", "RECURRENCE-ID;TZID=Europe/Berlin:20240101T010000",
+        "DTSTART;TZID=Europe/Berlin:20240101T051000", "DTEND;TZID=Europe/Berlin:20240101T053000", "END:VEVENT",
+        "END:VCALENDAR", ""])
+    found = sorted(e["DTSTART"].dt.hour for e in recurring_ical_events.of(icalendar.Calendar.from_ical(text)).all())
+    assert found == [3, 5]   # RFC 5545: 0, 2, 3 and the moved 5
+
+
 def assert_vobject_reads(ics: bytes, made: dict[int, rec.Series]) -> None:
     """vobject (instants from our VTIMEZONEs, not zoneinfo) parses the feed, and the rule set of
     each series (without exceptions) gives the instants of its occurrences."""
@@ -323,7 +355,13 @@ def series_with_exceptions(draw):
     perhaps a new start (the series' duration kept) up to two days away."""
     s = draw(random_series())
     instances = [o.original_start for o in rec.occurrences(s)]
-    chosen = draw(st.lists(st.sampled_from(instances), max_size=2, unique=True)) if instances else []
+    # recurring-ical-events (3.8.2) mixes a RECURRENCE-ID's local and UTC values: it also replaces
+    # the instances whose local time is the exception's UTC time, or whose UTC time is its local
+    # time (see the test below). Only an occurrence with no such neighbour takes an exception here.
+    def utc_naive(t):
+        return t.replace(tzinfo=s.tz).astimezone(UTC).replace(tzinfo=None)
+    apart = [t for t in instances if all(u != utc_naive(t) and utc_naive(u) != t for u in instances if u != t)]
+    chosen = draw(st.lists(st.sampled_from(apart), max_size=2, unique=True)) if apart else []
     exceptions = {}
     for original in chosen:
         changes = {"title": draw(st.sampled_from(["Moved", "Renamed", "Special"]))}
@@ -341,22 +379,29 @@ def series_with_exceptions(draw):
 
 
 last_day = (HORIZON - timedelta(days=3)).date()
-windows = st.tuples(st.dates(date(2023, 6, 1), last_day), st.integers(0, 1000)).map(
-    lambda p: (p[0], min(p[0] + timedelta(days=p[1]), last_day)))
 
 
-@given(series_with_exceptions(), windows)
-@settings(max_examples=50, deadline=None,
+def window_near(s: rec.Series):
+    """A list window (whole days) around the series' start, ending before the horizon."""
+    return st.tuples(st.integers(-200, 500), st.integers(0, 700)).map(
+        lambda p: (min(s.start.date() + timedelta(days=p[0]), last_day),
+                   min(s.start.date() + timedelta(days=p[0] + p[1]), last_day)))
+
+
+@given(series_with_exceptions(), st.data())
+@settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
-def test_the_feed_expands_to_exactly_the_series_occurrences(files, anon, drawn, span):
+def test_the_feed_expands_to_exactly_the_series_occurrences(files, anon, drawn, data):
     # hypothesis seeds ``random`` alike for every example; whoosh names its index segments with it
     random.seed(uuid.uuid4().int)
     s, exceptions = drawn
+    span = data.draw(window_near(s), label="window")
     files.series(77, s, exceptions)
     files.commit()
     start, end = span[0].isoformat(), span[1].isoformat()
     ics = feed(anon, start, end)
     ws, we = window(start, end)
     expected = domain_pairs(s, ws, we)
+    event(f"occurrences in the window: {'some' if expected else 'none'}; exceptions: {len(exceptions)}")
     assert feed_pairs(ics, ws, we, lambda uid: s.tz) == expected
     assert bool(vevents(ics, 77)) == bool(expected)   # in the feed exactly when an occurrence is in the window

@@ -138,22 +138,35 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
         paging_links(call, echo, result.page, result.page * result.per_page < result.total,
                result.page > 1 and result.total > 0, EVENTS)
     set_totals(call, result)
-    items = result.items if paged else _with_series(call, query, result.items)
+    items = _with_series(call, query, result.items, whole=not paged)
     presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
     return ical_response(presenter.feed(items), "events.ics")
+
+
+def _series_or_self(snapshot, item):
+    """The series of a listed occurrence (its id names it), else the listed record itself."""
+    split = recurrence.split_occurrence_id(item.id)
+    return snapshot.get(EVENTS, split[0]) if split else item
 
 
 _WINDOW = ("start", "end", "starts_before", "starts_after", "ends_before", "ends_after")
 
 
-def _with_series(call: Call, query: queries.EventQuery, items: list) -> list:
-    """The feed's events: the list's ``items`` with each occurrence replaced by its series (once),
-    each series kept only when one of its occurrences is in the query's window, plus the series
-    the other filters select whose occurrences fall in the window although their first one (the
-    date the list compares) does not; in the list's order (by the first occurrence in the window)."""
+def _with_series(call: Call, query: queries.EventQuery, items: list, whole: bool = True) -> list:
+    """The feed's events: the list's ``items`` with each occurrence replaced by its series (once).
+    For a ``whole`` feed (not one page), each series is kept only when one of its occurrences is
+    in the query's window, and the series the other filters select whose occurrences fall in the
+    window although their first one (the date the list compares) does not are added; in the
+    list's order (by the first occurrence in the window)."""
     snapshot, tz = call.snapshot, call.service.site_tz
-    if query.include is not None:
-        return items  # no window: the list has every series it names
+    if not whole or query.include is not None:   # one page, or no window (the list has every series named)
+        out, seen = [], set()
+        for item in items:
+            record = _series_or_self(snapshot, item)
+            if record is not None and record.id not in seen:
+                seen.add(record.id)
+                out.append(record)
+        return out
     months = getattr(call.service.settings, "recurrence_horizon", recurrence.DEFAULT_HORIZON_MONTHS)
     horizon = recurrence.horizon_end(datetime.now(timezone.utc), months)
     window = {key: getattr(query, key) for key in _WINDOW}
@@ -176,8 +189,7 @@ def _with_series(call: Call, query: queries.EventQuery, items: list) -> list:
     chosen: dict[int, tuple] = {}   # id -> (start in the window or None for a single event, record)
     changed = False
     for item in items:
-        split = recurrence.split_occurrence_id(item.id)
-        record = snapshot.get(EVENTS, split[0]) if split else item
+        record = _series_or_self(snapshot, item)
         changed = changed or record is not item or record is None or record.id in chosen
         if record is None or record.id in chosen:
             continue
