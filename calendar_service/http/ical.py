@@ -14,6 +14,12 @@ without stamping it); SEQUENCE the seconds from 2000-01-01 UTC to that time, so 
 with every change and is the same on every replica; events in an IANA zone carry TZID and one VTIMEZONE per zone
 used, covering the events' dates; events in ``UTC`` or a ``UTC+5`` offset are written in
 UTC; all-day events are VALUE=DATE with the exclusive end day.
+
+A recurring series (``series_of``) is one VEVENT with DTSTART/DTEND of its first occurrence and
+its RRULE, RDATE and EXDATE (``recurrence.to_ical_lines``), followed by one VEVENT per exception
+with the same UID, its RECURRENCE-ID, its own times and the fields it overrides. Its times name
+its zone with TZID even for a fixed ``UTC+5`` offset (written in UTC, BYDAY would be expanded on
+UTC days), with a VTIMEZONE of that one offset (docs/recurrence-ical.md).
 """
 from __future__ import annotations
 
