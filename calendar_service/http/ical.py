@@ -14,6 +14,12 @@ without stamping it); SEQUENCE the seconds from 2000-01-01 UTC to that time, so 
 with every change and is the same on every replica; events in an IANA zone carry TZID and one VTIMEZONE per zone
 used, covering the events' dates; events in ``UTC`` or a ``UTC+5`` offset are written in
 UTC; all-day events are VALUE=DATE with the exclusive end day.
+
+A recurring series (``series_of``) is one VEVENT with DTSTART/DTEND of its first occurrence and
+its RRULE, RDATE and EXDATE (``recurrence.to_ical_lines``), followed by one VEVENT per exception
+with the same UID, its RECURRENCE-ID, its own times and the fields it overrides. Its times name
+its zone with TZID even for a fixed ``UTC+5`` offset (written in UTC, BYDAY would be expanded on
+UTC days), with a VTIMEZONE of that one offset (docs/recurrence-ical.md).
 """
 from __future__ import annotations
 
@@ -24,10 +30,12 @@ import unicodedata
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from icalendar import Calendar, Event, Timezone, vCalAddress, vDuration, vText
+from icalendar import Calendar, Event, Timezone, TimezoneStandard, vCalAddress, vDuration, vText
+from icalendar.parser import Contentline
 
-from calendar_service.domain import dates, permissions, records
+from calendar_service.domain import dates, permissions, records, recurrence
 from calendar_service.domain import text
+from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.presenters import Urls
 from calendar_service.domain.records import Record
@@ -74,8 +82,43 @@ def tzid_zone(tz) -> ZoneInfo | None:
 
 @lru_cache(maxsize=256)
 def _vtimezone(key: str, first: date, last: date) -> bytes:
-    """The VTIMEZONE of IANA zone ``key`` with its transitions between ``first`` and ``last``."""
-    return Timezone.from_tzinfo(ZoneInfo(key), tzid=key, first_date=first, last_date=last).to_ical()
+    """The VTIMEZONE of zone ``key`` with its transitions between ``first`` and ``last``: an IANA
+    zone, or a fixed offset such as ``UTC+5`` (which a series names with TZID, see
+    ``recurrence.tzid``), described by one STANDARD observance valid from 1970 on."""
+    tz = dates.zone(key, timezone.utc)
+    if isinstance(tz, ZoneInfo):
+        return Timezone.from_tzinfo(tz, tzid=key, first_date=first, last_date=last).to_ical()
+    offset = tz.utcoffset(None)
+    vtz = Timezone()
+    vtz.add("tzid", key)
+    standard = TimezoneStandard()
+    standard.add("dtstart", datetime(1970, 1, 1))
+    standard.add("tzoffsetfrom", offset)
+    standard.add("tzoffsetto", offset)
+    standard.add("tzname", key)
+    vtz.add_component(standard)
+    return vtz.to_ical()
+
+
+def _content_lines(lines: Iterable[str]) -> bytes:
+    """RFC 5545 content lines as folded bytes."""
+    return b"".join(Contentline(line).to_ical() + b"\r\n" for line in lines)
+
+
+def _quoted_tzid(series, lines: list[str]) -> list[str]:
+    """``lines`` with the series' TZID parameter quoted when its name holds a colon, semicolon or
+    comma (a ``UTC-3:30`` offset), as RFC 5545's parameter values must be."""
+    key = recurrence.tzid(series.tz)
+    if key is None or not any(c in key for c in ':;,'):
+        return lines
+    return [line.replace(f";TZID={key}:", f';TZID="{key}":', 1) for line in lines]
+
+
+def _insert(vevent: bytes, lines: Iterable[str]) -> bytes:
+    """``vevent`` (one VEVENT) with content ``lines`` added after its BEGIN line."""
+    head = b"BEGIN:VEVENT\r\n"
+    assert vevent.startswith(head)
+    return head + _content_lines(lines) + vevent[len(head):]
 
 
 class IcalPresenter:
@@ -137,59 +180,126 @@ class IcalPresenter:
         yield tail
 
     def _zones(self, events: list[Record]) -> dict[str, tuple[date, date]]:
-        """The IANA zones the events use, each with the first and last day it must cover."""
+        """The zones the events use (IANA zones; for series also fixed offsets, which they name
+        with TZID), each with the first and last day it must cover. A series covers its first
+        occurrence to its last one or, when open-ended, the recurrence horizon."""
         spans: dict[str, tuple[date, date]] = {}
         for record in events:
             try:
-                zone = tzid_zone(self.event_zone(record))
-                if zone is None or record.data.get("all_day"):
-                    continue
-                first = date.fromisoformat(str(record.data["start_date"])[:10])
-                last = date.fromisoformat(str(record.data["end_date"])[:10])
+                series = self.series(record)
+                if series is not None:
+                    if series.all_day or recurrence.tzid(series.tz) is None:
+                        continue
+                    key = recurrence.tzid(series.tz)
+                    first, last = self._series_span(record, series)
+                else:
+                    zone = tzid_zone(self.event_zone(record))
+                    if zone is None or record.data.get("all_day"):
+                        continue
+                    key = zone.key
+                    first = date.fromisoformat(str(record.data["start_date"])[:10])
+                    last = date.fromisoformat(str(record.data["end_date"])[:10])
             except (KeyError, ValueError):
                 continue  # its VEVENT fails too, and is left out (see feed)
-            if zone.key in spans:
-                first, last = min(first, spans[zone.key][0]), max(last, spans[zone.key][1])
-            spans[zone.key] = (first, last)
+            if key in spans:
+                first, last = min(first, spans[key][0]), max(last, spans[key][1])
+            spans[key] = (first, last)
         # a little margin so the transitions around the events are described too
         return {key: (a.replace(month=1, day=1), date(b.year + 1, 1, 1)) for key, (a, b) in spans.items()}
+
+    def _series_span(self, record: Record, series) -> tuple[date, date]:
+        """The first and last local day of a series' occurrences up to the default horizon (kept on
+        the record for the day: the horizon moves daily)."""
+        today = datetime.now(timezone.utc).date()
+        kept = record.__dict__.get("_ical_span")
+        if kept is not None and kept[0] == today:
+            return kept[1]
+        horizon = recurrence.horizon_end(datetime.now(timezone.utc), recurrence.DEFAULT_HORIZON_MONTHS)
+        first = last = series.start.date()
+        for occ in recurrence.occurrences(series, horizon_end=horizon):
+            first, last = min(first, occ.start.date()), max(last, occ.end.date())
+        record.__dict__["_ical_span"] = (today, (first, last))
+        return first, last
 
     # ------------------------------------------------------------------------- events
 
     def event_zone(self, record: Record):
         return dates.zone(record.data.get("timezone"), self.site_tz)
 
+    def series(self, record: Record):
+        """The series of a recurring event record, or None (a single event). A file whose
+        recurrence cannot be read is written as the single event it stores (its first occurrence)."""
+        try:
+            return series_of(record, self.site_tz)
+        except RecurrenceError:
+            return None
+
+    def exceptions(self, record: Record, series) -> list[tuple[datetime, Record]]:
+        """The exceptions of a series as (original start, the event record with that occurrence's
+        overridden fields)."""
+        out = []
+        for original, overrides in sorted(series.exceptions.items()):
+            data = {**record.data, **overrides}
+            for key in ("categories", "tags", "venue", "organizer"):
+                if key in overrides and not isinstance(data[key], (list, tuple)):
+                    data[key] = [] if data[key] is None else [data[key]]   # a lone slug or id
+            out.append((original, Record(record.resource, data, record.path)))
+        return out
+
     def vevent(self, record: Record) -> bytes:
-        """The VEVENT of an event record, as bytes.
+        """The VEVENT of an event record, as bytes; for a series, its VEVENT (RRULE, EXDATE,
+        RDATE) followed by one VEVENT per exception (same UID, its RECURRENCE-ID).
 
         Kept on the record (immutable for its blob, so shared by the snapshots that follow a
         write) with the referenced venues, organizers and categories it was built from: it is
         reused while those are the same records. Not kept when a password is involved, since
         what those show depends on the caller.
         """
-        refs = tuple(r for key in ("categories", "venue", "organizer") for r in self.refs(record, key))
+        series = self.series(record)
+        exceptions = self.exceptions(record, series) if series is not None else []
+        refs = tuple(r for rec in (record, *(e for _, e in exceptions))
+                     for key in ("categories", "venue", "organizer") for r in self.refs(rec, key))
         context = (self.urls, self.site_tz)
         cached = record.__dict__.get("_vevent")
         if (cached is not None and cached[0] == context and len(cached[1]) == len(refs)
                 and all(a is b for a, b in zip(cached[1], refs))):
             return cached[2]
-        out = self.event(record).to_ical()
+        if series is None:
+            out = self.event(record).to_ical()
+        else:
+            out = self._series_vevents(record, series, exceptions)
         if not record.data.get("password") and not any(r.data.get("password") for r in refs):
             record.__dict__["_vevent"] = (context, refs, out)
+        return out
+
+    def _series_vevents(self, record: Record, series, exceptions: list[tuple[datetime, Record]]) -> bytes:
+        """A series as iCalendar: DTSTART/DTEND of its first occurrence with its RRULE, RDATE and
+        EXDATE lines (``recurrence.to_ical_lines``), then each exception as a VEVENT with the same
+        UID, its RECURRENCE-ID, its own times and the fields it overrides."""
+        lines = recurrence.to_ical_lines(series)
+        times = [lines.dtstart] + ([lines.dtend] if series.all_day or series.duration > timedelta(0) else [])
+        out = _insert(self.event(record, times=False).to_ical(), _quoted_tzid(series, times + lines.lines()[2:]))
+        for original, overridden in exceptions:
+            occ = recurrence.occurrence_at(series, original)
+            if occ is None:
+                continue  # a checked file names occurrences only
+            out += _insert(self.event(overridden, times=False).to_ical(),
+                           _quoted_tzid(series, [lines.recurrence_ids[original], *_occurrence_times(series, occ)]))
         return out
 
     def uid(self, record: Record) -> str:
         return f"{record.id}@{self.urls.host_path}"
 
-    def event(self, record: Record) -> Event:
-        """The icalendar ``Event`` of an event record."""
+    def event(self, record: Record, times: bool = True) -> Event:
+        """The icalendar ``Event`` of an event record (without DTSTART/DTEND when not ``times``)."""
         data = record.data
         open_ = not data.get("password") or self.unlocked(record)
         ev = Event()
         ev.add("uid", self.uid(record))
         modified = _utc(data.get("modified_utc")) or _utc(data.get("date_utc")) or datetime(1970, 1, 1, tzinfo=timezone.utc)
         ev.add("dtstamp", modified)
-        self._add_times(ev, record)
+        if times:
+            self._add_times(ev, record)
         ev.add("summary", record.title.strip())
         created = _utc(data.get("date_utc"))
         if created is not None:
@@ -261,3 +371,20 @@ class IcalPresenter:
             else:
                 details = [organizer.title, email, str(data.get("phone") or "").strip()]
                 ev.add("contact", ", ".join(d for d in details if d))
+
+
+def _occurrence_times(series, occ) -> list[str]:
+    """DTSTART (and DTEND unless zero-length) of an occurrence, in the forms of the series' lines:
+    dates for an all-day series (DTEND the day after the last day), else its zone's TZID, or UTC."""
+    start, end = occ.start.replace(tzinfo=None), occ.end.replace(tzinfo=None)
+    if series.all_day:
+        first, last = start.date(), end.date()
+        after = last if end.time() == datetime.min.time() and last > first else last + timedelta(days=1)
+        after = max(after, first + timedelta(days=1))
+        return [f"DTSTART;VALUE=DATE:{first:%Y%m%d}", f"DTEND;VALUE=DATE:{after:%Y%m%d}"]
+    key = recurrence.tzid(series.tz)
+    if key is None:
+        stamp = [f"DTSTART:{occ.utc_start:%Y%m%dT%H%M%SZ}", f"DTEND:{occ.utc_end:%Y%m%dT%H%M%SZ}"]
+    else:
+        stamp = [f"DTSTART;TZID={key}:{start:%Y%m%dT%H%M%S}", f"DTEND;TZID={key}:{end:%Y%m%dT%H%M%S}"]
+    return stamp if occ.utc_end > occ.utc_start else stamp[:1]
