@@ -19,7 +19,7 @@ A recurring series (``series_of``) is one VEVENT with DTSTART/DTEND of its first
 its RRULE, RDATE and EXDATE (``recurrence.to_ical_lines``), followed by one VEVENT per exception
 with the same UID, its RECURRENCE-ID, its own times and the fields it overrides. Its times name
 its zone with TZID even for a fixed ``UTC+5`` offset (written in UTC, BYDAY would be expanded on
-UTC days), with a VTIMEZONE of that one offset (docs/recurrence-ical.md).
+UTC days), with a VTIMEZONE of that one offset (README "Recurring events in iCalendar feeds").
 """
 from __future__ import annotations
 
