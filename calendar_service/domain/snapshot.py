@@ -182,14 +182,15 @@ class Snapshot:
                         term = f"s:{ref}"
                     else:
                         continue
-                    found = refs.get((key, term))
+                    pair = (key, term)
+                    found = refs.get(pair)
                     if found is None:
-                        found = refs[(key, term)] = set()
+                        found = refs[pair] = set()
                     found.add(rid)
                     if published:
-                        found = published_refs.get((key, term))
+                        found = published_refs.get(pair)
                         if found is None:
-                            found = published_refs[(key, term)] = set()
+                            found = published_refs[pair] = set()
                         found.add(rid)
 
     def _in_order(self) -> list[Record]:
