@@ -79,6 +79,18 @@ class Memo:
         return len(self._items)
 
 
+def _all_distinct(records: list[Record]) -> bool:
+    """True when no two of ``records`` share an id in their id space or a slug in their resource
+    (the common case, checked with a few set sizes rather than a map of every claim)."""
+    ids: dict[str, list] = {}
+    slugs: dict[str, list] = {}
+    for record in records:
+        resource = record.resource
+        ids.setdefault(resource.id_space, []).append(record.id)
+        slugs.setdefault(resource.name, []).append(record.slug)
+    return all(len(set(values)) == len(values) for values in (*ids.values(), *slugs.values()))
+
+
 class Snapshot:
     """Every record at one commit."""
 
@@ -118,8 +130,10 @@ class Snapshot:
         self.refs_index: dict[tuple[str, str], set[int]] = {}
         self.published_refs: dict[tuple[str, str], set[int]] = {}
         self._conflicts: list[Problem] = []
-        self._copied: set = set()
+        self._copied = None   # a full build owns every set it makes: nothing to copy first
         self.unassigned, self.displaced, self.reslugged = [], [], []
+        ids, by_id, by_slug = self.ids, self.by_id, self.by_slug
+        added: list[Record] = []
         for record in self._in_order():
             if record.id is None:
                 self.unassigned.append(record)
@@ -139,16 +153,53 @@ class Snapshot:
                 self._conflicts.append(Problem(record.path, 1, f"slug {record.slug!r} is also the slug of {other.path}, "
                                                "which is older: the service gives this file another slug", "warning"))
                 continue
-            self._add(record)
+            # ``_add`` without the references (collected below in one pass over the events)
+            resource = record.resource
+            ids[resource.id_space][record.id] = by_id[resource.name][record.id] = record
+            by_slug[resource.name][record.slug] = record
+            if resource is EVENTS:
+                added.append(record)
+        self._index_refs(added)
         self.unassigned.sort(key=lambda r: r.path)
         self.displaced.sort(key=lambda pair: pair[0].path)
         self.reslugged.sort(key=lambda pair: pair[0].path)
-        self._copied = None
+
+    def _index_refs(self, events: list[Record]) -> None:
+        """Enter the references of ``events`` in ``refs_index`` and ``published_refs`` (a full
+        build: the same as ``_add`` per event, in one loop without copies)."""
+        refs, published_refs = self.refs_index, self.published_refs
+        for record in events:
+            data, rid = record.data, record.id
+            published = (data.get("status") or "publish") == "publish"
+            for key in REF_KEYS:
+                values = data.get(key)
+                if not values:
+                    continue
+                for ref in values:
+                    if isinstance(ref, int):
+                        term = f"#{ref}"
+                    elif isinstance(ref, str) and ref:
+                        term = f"s:{ref}"
+                    else:
+                        continue
+                    pair = (key, term)
+                    found = refs.get(pair)
+                    if found is None:
+                        found = refs[pair] = set()
+                    found.add(rid)
+                    if published:
+                        found = published_refs.get(pair)
+                        if found is None:
+                            found = published_refs[pair] = set()
+                        found.add(rid)
 
     def _in_order(self) -> list[Record]:
         """Every parsed record, by path; files that claim one id or slug are put in order of seniority
         (the one that entered history first, first), so the older one keeps the id."""
-        parsed = [self.files[path][1] for path in sorted(self.files) if self.files[path][1] is not None]
+        files = self.files
+        parsed = [record for record in (files[path][1] for path in sorted(files)) if record is not None]
+        if _all_distinct(parsed):
+            return parsed
         claims: dict = {}
         for record in parsed:
             if record.id is not None:

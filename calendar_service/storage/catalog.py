@@ -200,19 +200,22 @@ class Catalog:
             files = dict(previous.files)
             claims = {path: i for path, i in previous.claims.items() if path not in changed}
         hits: set = set()
-        for path, (blob, data, problems) in ((p, cached[p]) for p in changed if p in cached):
-            if blob != changed[path]:
-                continue
-            resource = records.resource_of_path(path)
-            record = Record(resource, data, path, blob) if data is not None and resource is not None else None
-            files[path] = (blob, record, tuple(Problem(*p) for p in problems))
-            hits.add(path)
+        if cached:
+            for path, blob in changed.items():
+                entry = cached.get(path)
+                if entry is None or entry[0] != blob:
+                    continue
+                _, data, problems = entry
+                resource = records.resource_of_path(path) if data is not None else None
+                record = Record(resource, data, path, blob) if resource is not None else None
+                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+                hits.add(path)
         contents = self.store.read_blobs(sha for path, sha in changed.items() if sha and path not in hits)
         for path, blob in changed.items():
             if blob is None:
                 files.pop(path, None)
                 continue
-            if records.resource_of_path(path) is None or path in hits:
+            if path in hits or records.resource_of_path(path) is None:
                 continue
             raw = contents.get(blob)
             record, problems = records.parse(path, raw) if raw is not None else (None, [Problem(path, 1, "unreadable")])

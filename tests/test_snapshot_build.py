@@ -1,0 +1,56 @@
+"""A full snapshot build (one pass, no copies) gives the same maps as adding the records one
+by one, as a snapshot derived from the previous one does; shared ids still go to the older file."""
+from __future__ import annotations
+
+from calendar_service.domain import records
+from calendar_service.domain.snapshot import Snapshot
+
+
+def _event(n: int, slug: str, status: str = "publish", **refs) -> tuple[str, bytes]:
+    lines = ["---", f"id: {n}", f"slug: {slug}", f"title: Event {n}", f"status: {status}",
+             "start_date: 2026-05-01 10:00:00", "end_date: 2026-05-01 11:00:00"]
+    lines += [f"{key}: {value}" for key, value in refs.items()]
+    return f"events/{slug}.md", ("\n".join(lines) + "\n---\nText\n").encode()
+
+
+def _files(items) -> dict:
+    files = {}
+    for path, raw in items:
+        record, problems = records.parse(path, raw)
+        assert record is not None, problems
+        files[path] = ("0" * 40, record, tuple(problems))
+    return files
+
+
+ITEMS = [
+    ("categories/music.yaml", b"id: 1\nslug: music\nname: Music\n"),
+    ("tags/free.yaml", b"id: 2\nslug: free\nname: Free\n"),
+    ("venues/hall.yaml", b"id: 3\nslug: hall\nvenue: Hall\n"),
+    _event(10, "a", categories="[1]", tags="[free, 2]", venue="[3]"),
+    _event(11, "b", status="draft", categories="[music]", venue="[hall]"),
+    _event(12, "c", status="private", tags="[2]"),
+    _event(13, "d", categories="[1, music]", organizer="[99]"),
+]
+
+
+def test_full_build_matches_one_by_one():
+    files = _files(ITEMS)
+    full = Snapshot("c1", files)
+    one_by_one = Snapshot("c1", files, Snapshot(None, {}), set(files))
+    assert full.refs_index == one_by_one.refs_index
+    assert full.published_refs == one_by_one.published_refs
+    assert full.refs_index[("categories", "#1")] == {10, 13}
+    assert full.refs_index[("venue", "s:hall")] == {11}
+    assert ("venue", "s:hall") not in full.published_refs        # a draft's references are not counted
+    assert full.published_refs[("tags", "#2")] == {10}           # nor a private event's
+    assert {n: r.path for n, r in full.ids["posts"].items()} == {n: r.path for n, r in one_by_one.ids["posts"].items()}
+    assert list(full.by_id["events"]) == [10, 11, 12, 13]
+    assert full.problems == []
+
+
+def test_a_shared_id_still_goes_to_the_first_file():
+    files = _files([*ITEMS, _event(10, "e")])   # a second file with id 10: events/a.md comes first by path
+    snapshot = Snapshot("c1", files)
+    assert snapshot.by_id["events"][10].path == "events/a.md"
+    assert [record.path for record, _ in snapshot.displaced] == ["events/e.md"]
+    assert any("id 10 is also in events/a.md" in p.message for p in snapshot.problems)
