@@ -61,6 +61,8 @@ class EventQuery:
     unlocked: Callable[[Record], bool] | None = None
     # open-ended series are listed up to this instant (``occurrences.horizon``; None: today's default)
     horizon: datetime | None = None
+    # only this event, or this series' occurrences (``GET /events/{id}/occurrences``)
+    owner: int | None = None
 
 
 @dataclass
@@ -250,7 +252,9 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
     selected = []
     words = search_words(q.search) if q.search else []
     include = set(q.include) if q.include is not None else None
-    for event in snapshot.all(EVENTS):
+    candidates = snapshot.all(EVENTS) if q.owner is None else \
+        [e for e in (snapshot.get(EVENTS, q.owner),) if e is not None]
+    for event in candidates:
         data = event.data
         if data.get("recurrence"):
             selected.extend(_occurrences(snapshot, event, q, user, words, include, site_tz))

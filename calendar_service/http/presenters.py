@@ -257,6 +257,8 @@ class Presenter:
             "organizer": [self.organizer(o, single) for o in self.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
+        if getattr(record, "series_id", 0) and record.id != record.series_id:
+            out["post_parent"] = record.series_id   # an occurrence of a recurring series (domain.occurrences)
         if single:
             out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
                                                 self.refs(record, "organizer"), self.urls)

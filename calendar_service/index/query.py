@@ -85,6 +85,8 @@ def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple
         sets.append(base.docs("parent", str(q.post_parent)))
     if q.featured:
         sets.append(base.docs("flags", "featured"))
+    if q.owner is not None:
+        sets.append(base.positions_of(q.owner) or BitMap())
     matched = BitMap.intersection(*sets) if len(sets) > 1 else sets[0]
     if q.featured is False or view.dead:
         matched = matched - view.dead
@@ -111,6 +113,8 @@ def _extra_passes(x: ExtraDoc, q: EventQuery, user, ref_terms: dict, words) -> b
     if q.post_parent is not None and x.parent != str(q.post_parent):
         return False
     if q.featured is not None and ("featured" in x.flags) != q.featured:
+        return False
+    if q.owner is not None and x.owner != q.owner:
         return False
     return True
 
