@@ -14,7 +14,7 @@ from pyroaring import BitMap
 from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
                                              text_matches)
-from calendar_service.domain.resources import EVENTS, RESOURCES
+from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.index.view import BaseView, ExtraDoc, IndexView, bound_range
 
