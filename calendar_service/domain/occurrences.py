@@ -13,12 +13,13 @@ next midnight UTC, so the occurrences listed change once a day and never need a 
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
 from calendar_service.domain.records import Record
 from calendar_service.domain.recurrence import (
-    DEFAULT_HORIZON_MONTHS, Occurrence, Series, horizon_end, occurrence_at, served_id, split_occurrence_id)
+    DEFAULT_HORIZON_MONTHS, EPOCH, Occurrence, Series, horizon_end, occurrence_at, occurrence_id, served_id,
+    split_occurrence_id)
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.resources import EVENTS
 
@@ -27,6 +28,7 @@ UTC = timezone.utc
 SERIES_KEYS = ("recurrence", "exceptions")
 # overrides that change only an occurrence's times (the index handles those without a document)
 TIME_KEYS = frozenset({"start_date", "end_date"})
+MINUTE = timedelta(minutes=1)
 
 
 def clock() -> datetime:
@@ -120,6 +122,17 @@ def occurrences_of(record: Record, site_tz, until: datetime, **bounds) -> list[O
         return []
     from calendar_service.domain.recurrence import occurrences
     return [occurrence_record(record, series, o) for o in occurrences(series, horizon_end=until, **bounds)]
+
+
+def series_or_none(record: Record, site_tz) -> Series | None:
+    """The series of ``record`` (None for a single event, or an invalid series: it lists nothing)."""
+    return _series(record, site_tz)
+
+
+def served_ids(series: Series, sid: int):
+    """``served_id`` for many occurrences of one series, without its per-call checks."""
+    first, base = series.start, occurrence_id(sid, series.start) - (series.start - EPOCH) // MINUTE
+    return lambda original: sid if original == first else base + (original - EPOCH) // MINUTE
 
 
 def _series(record: Record, site_tz) -> Series | None:

@@ -16,6 +16,7 @@ from whoosh.lang.porter import stem as _porter_stem
 
 from calendar_service.domain import dates
 from calendar_service.domain import occurrences, permissions
+from calendar_service.domain.recurrence import occurrences as expand_series
 from calendar_service.domain.roles import User
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
@@ -218,32 +219,44 @@ def _dates_pass(start: datetime, end: datetime, q: EventQuery) -> bool:
 
 
 def _occurrences(snapshot: Snapshot, series: Record, q: EventQuery, user: User | None, words, include, site_tz):
-    """(sort key, occurrence) of the series' occurrences that pass ``q``. The occurrences with no
-    exception beyond their times and not served under the series id pass or fail alike but for
-    their dates (which the expansion applies), so one of them stands for all."""
+    """(sort key, occurrence) of the series' occurrences that pass ``q``; an occurrence is a
+    record, or (series record, series, occurrence) to be made one if it is on the page. The
+    occurrences with no exception beyond their times and not served under the series id pass or
+    fail alike but for their dates, so one of them stands for all."""
+    parsed = occurrences.series_or_none(series, site_tz)
+    if parsed is None:
+        return
     bounds = {} if include is not None else dict(
         window_start=q.start, window_end=q.end, starts_after=q.starts_after, starts_before=q.starts_before,
         ends_after=q.ends_after, ends_before=q.ends_before)
     until = q.horizon or occurrences.horizon()
     pub = series.data.get("date_utc") or ""
+    served_of = occurrences.served_ids(parsed, series.id)
     alike = None
-    for occ in occurrences.occurrences_of(series, site_tz, until, **bounds):
-        plain = include is None and occ.id != series.id and not occ.special
+    for occ in expand_series(parsed, horizon_end=until, **bounds):
+        served = served_of(occ.original_start)
+        plain = include is None and served != series.id and not (occ.overrides and occurrences.needs_document(occ))
+        item = (series, parsed, occ)
         if plain and alike is not None:
             passed = alike
         else:
-            passed = _passes(snapshot, occ, q, user, words, include)
+            item = occurrences.occurrence_record(series, parsed, occ)
+            passed = _passes(snapshot, item, q, user, words, include)
             if plain:
                 alike = passed
         if not passed:
             continue
         if include is None:
-            start, end = utc_bounds(snapshot, occ, site_tz)
-            if not _dates_pass(start, end, q):
+            start = occ.start_utc
+            if not _dates_pass(start, occ.end_utc, q):
                 continue
-            yield (start, pub, occ.id), occ
+            yield (start, pub, served), item
         else:
-            yield (pub, occ.id), occ
+            yield (pub, served), item
+
+
+def _made(item) -> Record:
+    return item if isinstance(item, Record) else occurrences.occurrence_record(*item)
 
 
 def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Page:
@@ -272,8 +285,11 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
     selected.sort(key=lambda pair: pair[0])
     if q.near is not None:
         lat, lng = q.near
+        selected = [(key, _made(item)) for key, item in selected]
         selected.sort(key=lambda pair: _distance(snapshot, pair[1], lat, lng))
-    return _page([e for _, e in selected], q.page, q.per_page)
+    page = _page([e for _, e in selected], q.page, q.per_page)
+    page.items = [_made(item) for item in page.items]
+    return page
 
 
 def _distance(snapshot: Snapshot, event: Record, lat: float, lng: float) -> float:

@@ -16,7 +16,7 @@ from whoosh.analysis import SpaceSeparatedTokenizer
 from calendar_service.domain import dates, occurrences
 from calendar_service.domain.queries import analyse, event_text
 from calendar_service.domain.records import Record
-from calendar_service.domain.recurrence import EPOCH, occurrence_id, occurrences as expand
+from calendar_service.domain.recurrence import occurrences as expand
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.snapshot import ref_term
 
@@ -25,7 +25,6 @@ SCHEMA_VERSION = 4
 # Whoosh's typecode for a column of signed 64-bit integers (ids and epoch seconds).
 INT64 = "q"
 UNIX = datetime(1970, 1, 1)
-MINUTE = timedelta(minutes=1)
 # The event flags the lists filter on, stored as keywords of the ``flags`` field.
 FLAGS = ("featured", "hide_from_listings", "sticky")
 # The flag of a series' document: the lists show its occurrences, expanded when a base is read.
@@ -125,13 +124,11 @@ def occurrence_entries(record: Record, site_tz, until) -> list[tuple]:
     sid = record.id
     own_parent = record.data.get("post_parent")
     own_parent, parent = (str(own_parent) if own_parent else None), str(sid)
-    first, base_id = series.start, occurrence_id(sid, series.start) - (series.start - EPOCH) // MINUTE
+    served_of = occurrences.served_ids(series, sid)
     second = timedelta(seconds=1)
     out = []
     for occ in expand(series, horizon_end=until):
-        original = occ.original_start
-        # served_id, inline: ~100,000 occurrences are read per base
-        served = sid if original == first else base_id + (original - EPOCH) // MINUTE
+        served = served_of(occ.original_start)
         doc = None
         if occ.overrides and occurrences.needs_document(occ):
             doc = event_document(occurrences.occurrence_record(record, series, occ), site_tz)
