@@ -263,3 +263,16 @@ def test_index_and_scanning_agree_with_series(make_app, repo):
         c.pending[path] = text
         c.commit("edit a series")
         indexed.get("/events")
+
+
+def test_the_first_occurrence_is_listed_under_the_series_id_and_read_as_the_series(cal):
+    y = this_year() + 1
+    sid = cal.content.event(f"{y}-06-01 10:00:00", f"{y}-06-01 11:00:00", tz="UTC", title="Course",
+                            recurrence=["RRULE:FREQ=DAILY;COUNT=2"],
+                            exceptions={f"{y}-06-01 10:00:00": {"title": "Course: introduction"}})
+    cal.commit()
+    listed = cal.list({"start_date": f"{y}-06-01", "end_date": f"{y}-06-30"})["events"]
+    assert [(e["id"], e["title"]) for e in listed] == [
+        (sid, "Course: introduction"), (occurrence_id(sid, datetime(y, 6, 2, 10, 0)), "Course")]
+    assert "post_parent" not in listed[0] and listed[1]["post_parent"] == sid
+    assert cal.client().get(f"/events/{sid}").get_json()["title"] == "Course"

@@ -171,7 +171,8 @@ class Presenter:
         """
         if self.involves_password(record):
             return self._build(record, single)
-        key = ("present", record.resource.name, record.id, single, self.viewer)
+        # an occurrence listed under its series' id is not the series (domain.occurrences)
+        key = ("present", record.resource.name, record.id, single, self.viewer, getattr(record, "original_start", None))
         # (the object with stand-in URLs, the base URL last asked, the object for it): a repeated
         # read from the same host skips putting the URLs in again, and an entry never holds more
         # than two objects however many hosts ask
