@@ -92,6 +92,18 @@ def _follow_loop(index: "SearchIndex") -> None:
             log.exception("updating the search index failed")
 
 
+def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
+    """A generation read from the index on disk (which reflects ``snapshot``), its series'
+    occurrences expanded up to ``horizon``."""
+    ix = whoosh_index.open_dir(str(index.whoosh_dir))
+
+    def expand(rid: int) -> list:
+        record = snapshot.get(EVENTS, rid)
+        return occurrence_entries(record, index.site_tz, horizon) if record is not None else []
+
+    return IndexView(BaseView(ix, snapshot.commit, expand, horizon), snapshot.commit, site_tz=index.site_tz)
+
+
 class SearchIndex:
     """The index on disk, its state, and keeping it in step with the branch."""
 
@@ -162,7 +174,7 @@ class SearchIndex:
         from it once enough changes have piled up.
         """
         view = self._view
-        horizon = self.horizon()
+        horizon = occurrences.horizon(self.horizon_months)   # today's, for open-ended series
         if view is not None and view.base.horizon != horizon:
             view = None   # a new day: the base is read again, with the series expanded further
         if view is not None and view.commit == snapshot.commit:
@@ -180,7 +192,7 @@ class SearchIndex:
         with self._lock:
             if self._view is None or self._view.commit != snapshot.commit or self._view.base.horizon != horizon:
                 try:
-                    new_view = self._read_view(snapshot, horizon)
+                    new_view = read_view(self, snapshot, horizon)
                 except Exception as exc:
                     # a rebuild in another process may be swapping directories; if the index is
                     # really broken, a full sync under the writer lock rebuilds it
@@ -189,22 +201,6 @@ class SearchIndex:
                     return None
                 self._replace(new_view)
             return self._view
-
-    def horizon(self):
-        """Today's horizon of open-ended series (``occurrences.horizon``)."""
-        return occurrences.horizon(self.horizon_months)
-
-    def _read_view(self, snapshot: Snapshot, horizon) -> IndexView:
-        """A generation read from the index on disk (which reflects ``snapshot``), its series'
-        occurrences expanded up to ``horizon``."""
-        ix = whoosh_index.open_dir(str(self.whoosh_dir))
-
-        def expand(rid: int) -> list:
-            record = snapshot.get(EVENTS, rid)
-            return occurrence_entries(record, self.site_tz, horizon) if record is not None else []
-
-        base = BaseView(ix, snapshot.commit, expand, horizon)
-        return IndexView(base, snapshot.commit, site_tz=self.site_tz)
 
     def _advance(self, view: IndexView, snapshot: Snapshot, store) -> IndexView | None:
         """The generation for ``snapshot`` derived from ``view``; None when a full read is due."""
@@ -247,7 +243,7 @@ class SearchIndex:
         view = self._view
         if view is None or len(view.extra) < REBASE_EXTRA or (self.state() or {}).get("commit") != snapshot.commit:
             return
-        fresh = self._read_view(snapshot, view.base.horizon)
+        fresh = read_view(self, snapshot, view.base.horizon)
         with self._lock:
             # a newer generation came meanwhile: its own catch-up reads the base again
             if self._view is not None and self._view.commit == fresh.commit:
