@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds a row may take before it stops early (at least 5 samples; default 60)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--series", type=int, default=0,
+                        help="weekly recurring series added beside the events of each size (default 0; "
+                             "1000 gives ~100,000 occurrences over the 24-month horizon)")
     parser.add_argument("--out", default="bench-results", help="directory for the JSON results")
     parser.add_argument("--keep", action="store_true", help="keep the repositories (under OUT/work-SIZE)")
     parser.add_argument("--profile", action="store_true", help="cProfile the slowest list request of each size")
@@ -117,7 +120,8 @@ def _run_size(size: int, options, today: date, out: Path) -> dict:
     say(f"== size {size}: working in {work}")
     started = time.perf_counter()
     cfg = {"work": str(work), "size": size, "seed": options.seed, "today": today.isoformat(),
-           "repeat": options.repeat, "budget": options.budget, "profile": options.profile}
+           "repeat": options.repeat, "budget": options.budget, "profile": options.profile,
+           "series": options.series}
     entry: dict = {"seed": options.seed}
     try:
         entry["build"] = run_phase("build", cfg, work)

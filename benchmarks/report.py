@@ -190,6 +190,7 @@ def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
         one, four = (_per_second(s.get(key, b.get(key))) for key in ("writers_1", "writers_4"))
         if one is None or four is None:
             return "not measured", None
+        one, four = (x["writes_per_s"] if isinstance(x, dict) else x for x in (one, four))
         return f"{four:.1f} vs {one:.1f}", four >= one
     if name.startswith("RSS"):
         value = s.get("rss_worker_mb", b.get("rss_worker_mb"))

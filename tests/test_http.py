@@ -55,15 +55,16 @@ def create_body(resource: str, n: int) -> dict:
 
 
 # routes the original does not have (revisions, changes feed): tested in test_revisions_changes.py;
-# the webhook and the status view: test_remote.py, test_pull_security.py, test_status.py
+# the webhook and the status view: test_remote.py, test_pull_security.py, test_status.py;
+# a series' occurrences: test_recurrence_lists.py
 EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook", "status", "subscriptions", "subscription",
-                      "deliveries"}
+                      "deliveries", "occurrences"}
 ORIGINAL_ROUTES = tuple(r for r in ROUTES if r.endpoints[0].handler not in EXTENSION_HANDLERS)
 
 
 def is_extension_path(key: str) -> bool:
     return ("/revisions" in key or key.endswith("/changes") or key.endswith("/hooks/git")
-            or key.endswith("/status") or "/subscriptions" in key)
+            or key.endswith("/status") or "/subscriptions" in key or key.endswith("/occurrences"))
 
 
 def concrete_path(route, world) -> str:
@@ -84,7 +85,8 @@ def concrete_path(route, world) -> str:
 def test_route_table_is_the_documented_inventory():
     patterns = [r.pattern for r in ROUTES]
     assert patterns == [
-        "", "/doc", "/events", r"/events/(?P<id>\d+)", "/events/by-slug/(?P<slug>[^/]+)",
+        "", "/doc", "/events", r"/events/(?P<id>\d+)", r"/events/(?P<id>\d+)/occurrences",
+        "/events/by-slug/(?P<slug>[^/]+)",
         "/venues", r"/venues/(?P<id>\d+)", "/venues/by-slug/(?P<slug>[^/]+)",
         "/organizers", r"/organizers/(?P<id>\d+)", "/organizers/by-slug/(?P<slug>[^/]+)",
         "/categories", r"/categories/(?P<id>\d+)", "/tags", r"/tags/(?P<id>\d+)",

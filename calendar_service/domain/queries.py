@@ -15,7 +15,8 @@ from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as _porter_stem
 
 from calendar_service.domain import dates
-from calendar_service.domain import permissions
+from calendar_service.domain import occurrences, permissions
+from calendar_service.domain.recurrence import occurrences as expand_series
 from calendar_service.domain.roles import User
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
@@ -59,6 +60,10 @@ class EventQuery:
     # whether the caller may see a password-protected event's protected fields (it gave the
     # password, or may edit it); None: nobody may. Who may not matches such an event by its title only.
     unlocked: Callable[[Record], bool] | None = None
+    # open-ended series are listed up to this instant (``occurrences.horizon``; None: today's default)
+    horizon: datetime | None = None
+    # only this event, or this series' occurrences (``GET /events/{id}/occurrences``)
+    owner: int | None = None
 
 
 @dataclass
@@ -174,57 +179,117 @@ def _ids(snapshot: Snapshot, event: Record, key: str) -> set[int]:
     return {r.id for r in snapshot.refs(event, key)}
 
 
+def _passes(snapshot: Snapshot, event: Record, q: EventQuery, user: User | None, words, include) -> bool:
+    """Whether ``event`` (an event or an occurrence) passes every filter of ``q`` but the dates."""
+    data = event.data
+    if data.get("hide_from_listings"):
+        return False
+    if not permissions.listable(user, event, q.statuses):
+        return False
+    if include is not None and event.id not in include:
+        return False
+    if q.post_parent is not None and data.get("post_parent") != q.post_parent:
+        return False
+    if q.featured is not None and bool(data.get("featured")) != q.featured:
+        return False
+    if q.ticketed:  # nothing here sells tickets
+        return False
+    if words and not text_matches(words, searchable_tokens(event, q.unlocked)):
+        return False
+    for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
+                        ("organizer", q.organizers)):
+        if wanted is not None and not (_ids(snapshot, event, key) & wanted):
+            return False
+    if q.geoloc is not None or q.near is not None:
+        located = [v for v in snapshot.refs(event, "venue")
+                   if v.data.get("geo_lat") is not None and v.data.get("geo_lng") is not None]
+        if q.geoloc is not None and bool(located) != q.geoloc:
+            return False
+        if q.near is not None and not located:
+            return False
+    return True
+
+
+def _dates_pass(start: datetime, end: datetime, q: EventQuery) -> bool:
+    if q.start and start < q.start or q.end and end > q.end:
+        return False
+    if q.starts_before and not start < q.starts_before or q.starts_after and not start > q.starts_after:
+        return False
+    return not (q.ends_before and not end < q.ends_before or q.ends_after and not end > q.ends_after)
+
+
+def _occurrences(snapshot: Snapshot, series: Record, q: EventQuery, user: User | None, words, include, site_tz):
+    """(sort key, occurrence) of the series' occurrences that pass ``q``; an occurrence is a
+    record, or (series record, series, occurrence) to be made one if it is on the page. The
+    occurrences with no exception beyond their times and not served under the series id pass or
+    fail alike but for their dates, so one of them stands for all."""
+    parsed = occurrences.series_or_none(series, site_tz)
+    if parsed is None:
+        return
+    bounds = {} if include is not None else dict(
+        window_start=q.start, window_end=q.end, starts_after=q.starts_after, starts_before=q.starts_before,
+        ends_after=q.ends_after, ends_before=q.ends_before)
+    until = q.horizon or occurrences.horizon()
+    pub = series.data.get("date_utc") or ""
+    served_of = occurrences.served_ids(parsed, series.id)
+    alike = None
+    for occ in expand_series(parsed, horizon_end=until, **bounds):
+        served = served_of(occ.original_start)
+        plain = include is None and served != series.id and not (occ.overrides and occurrences.needs_document(occ))
+        item = (series, parsed, occ)
+        if plain and alike is not None:
+            passed = alike
+        else:
+            item = occurrences.occurrence_record(series, parsed, occ)
+            passed = _passes(snapshot, item, q, user, words, include)
+            if plain:
+                alike = passed
+        if not passed:
+            continue
+        if include is None:
+            start = occ.start_utc
+            if not _dates_pass(start, occ.end_utc, q):
+                continue
+            yield (start, pub, served), item
+        else:
+            yield (pub, served), item
+
+
+def _made(item) -> Record:
+    return item if isinstance(item, Record) else occurrences.occurrence_record(*item)
+
+
 def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Page:
-    """Events matching ``q`` that ``user`` may list, ordered by start, publish date, id."""
+    """Events matching ``q`` that ``user`` may list, ordered by start, publish date, id; a
+    recurring series is listed as its occurrences (``domain.occurrences``)."""
     selected = []
     words = search_words(q.search) if q.search else []
     include = set(q.include) if q.include is not None else None
-    for event in snapshot.all(EVENTS):
+    candidates = snapshot.all(EVENTS) if q.owner is None else \
+        [e for e in (snapshot.get(EVENTS, q.owner),) if e is not None]
+    for event in candidates:
         data = event.data
-        if data.get("hide_from_listings"):
+        if data.get("recurrence"):
+            selected.extend(_occurrences(snapshot, event, q, user, words, include, site_tz))
             continue
-        if not permissions.listable(user, event, q.statuses):
+        if not _passes(snapshot, event, q, user, words, include):
             continue
-        if include is not None and event.id not in include:
-            continue
-        if q.post_parent is not None and data.get("post_parent") != q.post_parent:
-            continue
-        if q.featured is not None and bool(data.get("featured")) != q.featured:
-            continue
-        if q.ticketed:  # nothing here sells tickets
-            continue
-        if words:
-            if not text_matches(words, searchable_tokens(event, q.unlocked)):
+        if include is None:
+            start, end = utc_bounds(snapshot, event, site_tz)
+            if not _dates_pass(start, end, q):
                 continue
-        for key, wanted in (("categories", q.categories), ("tags", q.tags), ("venue", q.venues),
-                            ("organizer", q.organizers)):
-            if wanted is not None and not (_ids(snapshot, event, key) & wanted):
-                break
+            key = (start, data.get("date_utc") or "", event.id)
         else:
-            if q.geoloc is not None or q.near is not None:
-                located = [v for v in snapshot.refs(event, "venue")
-                           if v.data.get("geo_lat") is not None and v.data.get("geo_lng") is not None]
-                if q.geoloc is not None and bool(located) != q.geoloc:
-                    continue
-                if q.near is not None and not located:
-                    continue
-            if include is None:
-                start, end = utc_bounds(snapshot, event, site_tz)
-                if q.start and start < q.start or q.end and end > q.end:
-                    continue
-                if q.starts_before and not start < q.starts_before or q.starts_after and not start > q.starts_after:
-                    continue
-                if q.ends_before and not end < q.ends_before or q.ends_after and not end > q.ends_after:
-                    continue
-                key = (start, data.get("date_utc") or "", event.id)
-            else:
-                key = (data.get("date_utc") or "", event.id)
-            selected.append((key, event))
+            key = (data.get("date_utc") or "", event.id)
+        selected.append((key, event))
     selected.sort(key=lambda pair: pair[0])
     if q.near is not None:
         lat, lng = q.near
+        selected = [(key, _made(item)) for key, item in selected]
         selected.sort(key=lambda pair: _distance(snapshot, pair[1], lat, lng))
-    return _page([e for _, e in selected], q.page, q.per_page)
+    page = _page([e for _, e in selected], q.page, q.per_page)
+    page.items = [_made(item) for item in page.items]
+    return page
 
 
 def _distance(snapshot: Snapshot, event: Record, lat: float, lng: float) -> float:

@@ -272,6 +272,15 @@ CREATE_ARGS: dict[str, tuple[Arg, ...]] = {
 }
 
 
+# ``GET /events/{id}/occurrences``: the list's paging and date window (no default end: the horizon)
+OCCURRENCE_ARGS = (
+    PAGE,
+    _per_page(N_("The number of events to return on each page")),
+    _date("start_date", N_("Events that start on the specified date")),
+    _date("end_date", N_("Events that end on the specified date")),
+)
+
+
 def archive_args(resource: Resource) -> tuple[Arg, ...]:
     return ARCHIVE_ARGS[resource.name]
 

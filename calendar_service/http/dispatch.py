@@ -149,7 +149,11 @@ def resolve_record(call: Call) -> Record | None:
             del args[key]  # the path names the record; it is not a field to write
             return value
     if call.resource is EVENTS and isinstance(args.get("id"), int):
-        return call.snapshot.ids["posts"].get(args["id"])
+        found = call.snapshot.ids["posts"].get(args["id"])
+        if found is None and request.method in ("GET", "HEAD"):
+            # an occurrence of a recurring series, read as an event of its own
+            found = call.service.occurrence(args["id"], call.snapshot)
+        return found
     return None
 
 

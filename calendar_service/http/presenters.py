@@ -225,7 +225,9 @@ class Presenter:
         host. Records that involve a password are built for each call: what they show depends
         on the caller.
         """
-        key = ("present", record.resource.name, record.id, single, self.viewer)
+        # an occurrence listed under its series' id is not the series (domain.occurrences)
+        key = ("present", record.resource.name, record.id, single, self.viewer,
+               getattr(record, "original_start", None))
         # (text with stand-in URLs, lineage to deduplicate), or None when a password is involved
         entry = self.snapshot.memo.get(key, False)
         if entry is False:
@@ -316,6 +318,8 @@ class Presenter:
         }
         if single and data.get("recurrence"):
             out["recurrence"] = recurrence_block(record, self.site_tz, out["rest_url"])
+        if getattr(record, "series_id", 0) and record.id != record.series_id:
+            out["post_parent"] = record.series_id   # an occurrence of a recurring series (domain.occurrences)
         if single:
             out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
                                                 self.refs(record, "organizer"), self.urls)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from calendar_service.http.i18n import LANGUAGES, N_
 from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
-from calendar_service.http.arguments import ICAL, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
+from calendar_service.http.arguments import ICAL, OCCURRENCE_ARGS, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
 
 NAMESPACE = "calendar/events/v1"
 WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
@@ -181,6 +181,12 @@ def build_routes() -> tuple[Route, ...]:
                 Endpoint(("DELETE",), "delete", ident + scope, "delete"),
                 Endpoint(EDIT, "update", ident + update_args(resource) + scope, "edit"),
             ), resource),
+            *([Route(r"/events/(?P<id>\d+)/occurrences", (
+                Endpoint(("GET",), "occurrences", ident + OCCURRENCE_ARGS, "public",
+                         N_("List the occurrences of a recurring event (an event that does not repeat is its "
+                            "only occurrence), by start, from the start of yesterday unless start_date is given, "
+                            "up to the recurrence horizon")),
+            ), resource)] if resource is EVENTS else []),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
                 Endpoint(("GET",), "single", slug + as_ical),
                 Endpoint(("DELETE",), "delete", slug, "delete"),

@@ -11,10 +11,10 @@ import bisect
 
 from pyroaring import BitMap
 
-from calendar_service.domain import permissions
+from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
                                              text_matches)
-from calendar_service.domain.resources import EVENTS, RESOURCES
+from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.index.view import BaseView, ExtraDoc, IndexView, bound_range
 
@@ -44,11 +44,11 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
         extra = [x for x in extra if _dates_pass(x, q, emin, emax)]
     total = len(matched) + len(extra)
     rids = _page_rids(base, matched, extra, first, min(first + q.per_page, total))
-    return _page(snapshot, q, rids, total)
+    return _page(view, snapshot, q, rids, total)
 
 
-def _page(snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
-    items = [snapshot.get(EVENTS, rid) for rid in rids]
+def _page(view: IndexView, snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
+    items = [occurrences.listed_record(snapshot, rid, view.site_tz) for rid in rids]
     return Page([r for r in items if r is not None], total, q.page, q.per_page)
 
 
@@ -65,7 +65,7 @@ def _included(view: IndexView, snapshot: Snapshot, q: EventQuery, matched: BitMa
         if slot is not None and slot in matched:
             found.append((base.pubs[slot], rid))
     found.sort()
-    return _page(snapshot, q, [rid for _, rid in found[first:first + q.per_page]], len(found))
+    return _page(view, snapshot, q, [rid for _, rid in found[first:first + q.per_page]], len(found))
 
 
 def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple[BitMap, list[ExtraDoc]]:
@@ -85,6 +85,8 @@ def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple
         sets.append(base.docs("parent", str(q.post_parent)))
     if q.featured:
         sets.append(base.docs("flags", "featured"))
+    if q.owner is not None:
+        sets.append(base.positions_of(q.owner) or BitMap())
     matched = BitMap.intersection(*sets) if len(sets) > 1 else sets[0]
     if q.featured is False or view.dead:
         matched = matched - view.dead
@@ -112,21 +114,43 @@ def _extra_passes(x: ExtraDoc, q: EventQuery, user, ref_terms: dict, words) -> b
         return False
     if q.featured is not None and ("featured" in x.flags) != q.featured:
         return False
+    if q.owner is not None and x.owner != q.owner:
+        return False
     return True
 
 
 def _searchable(view: IndexView, snapshot: Snapshot, q: EventQuery, words, matched: BitMap, extra: list):
     """The matches less the password-protected events the caller may not see in full and whose
-    title alone does not match (``queries.searchable_tokens``)."""
+    title alone does not match (``queries.searchable_tokens``); a protected series' occurrences
+    are checked one by one (an exception may give one its own title)."""
+    base = view.base
     hidden_slots, hidden_ids = [], set()
-    extra_ids = {x.rid for x in extra}
+    extra_by_owner: dict[int, list] = {}
+    for x in extra:
+        extra_by_owner.setdefault(x.owner, []).append(x.rid)
     for event in protected_events(snapshot):
-        slot = view.base.slot.get(event.id)
-        listed = event.id in extra_ids or (slot is not None and slot in matched)
-        if listed and not text_matches(words, searchable_tokens(event, q.unlocked)):
-            hidden_ids.add(event.id)
-            if slot is not None:
-                hidden_slots.append(slot)
+        held = base.positions_of(event.id)
+        listed = [base.rids[p] for p in (held & matched)] if held is not None else []
+        listed += extra_by_owner.get(event.id, [])
+        series_tokens = None
+        for rid in listed:
+            if rid == event.id and not event.data.get("recurrence"):
+                tokens = searchable_tokens(event, q.unlocked)
+            else:
+                occ = occurrences.listed_record(snapshot, rid, view.site_tz)
+                if occ is None:
+                    continue
+                if not occ.special:
+                    if series_tokens is None:
+                        series_tokens = searchable_tokens(occ, q.unlocked)
+                    tokens = series_tokens
+                else:
+                    tokens = searchable_tokens(occ, q.unlocked)
+            if not text_matches(words, tokens):
+                hidden_ids.add(rid)
+                slot = base.slot.get(rid)
+                if slot is not None:
+                    hidden_slots.append(slot)
     if hidden_slots:
         matched = matched - BitMap(hidden_slots)
     if hidden_ids:

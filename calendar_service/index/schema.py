@@ -8,22 +8,27 @@ excerpt and description.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from whoosh import columns, fields
 from whoosh.analysis import SpaceSeparatedTokenizer
 
-from calendar_service.domain import dates
+from calendar_service.domain import dates, occurrences
 from calendar_service.domain.queries import analyse, event_text
 from calendar_service.domain.records import Record
+from calendar_service.domain.recurrence import occurrences as expand
+from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.snapshot import ref_term
 
 # Raised whenever the schema or the meaning of a field changes: an index of another version is rebuilt.
 SCHEMA_VERSION = 4
 # Whoosh's typecode for a column of signed 64-bit integers (ids and epoch seconds).
 INT64 = "q"
+UNIX = datetime(1970, 1, 1)
 # The event flags the lists filter on, stored as keywords of the ``flags`` field.
 FLAGS = ("featured", "hide_from_listings", "sticky")
+# The flag of a series' document: the lists show its occurrences, expanded when a base is read.
+SERIES_FLAG = "recurring"
 # The publication date of an event file that has none.
 NO_DATE = "1970-01-01 00:00:00"
 # Reference fields: index field -> the event field listing the records (ids or slugs).
@@ -67,6 +72,8 @@ def event_document(record: Record, site_tz) -> dict:
     end = dates.read_local(data["end_date"], tz)
     pub = dates.read_local(data.get("date_utc") or NO_DATE, timezone.utc)
     flags = [name for name in FLAGS if data.get(name)]
+    if data.get("recurrence") and not isinstance(record, occurrences.OccurrenceRecord):
+        flags.append(SERIES_FLAG)
     doc = {
         "path": record.path,
         "rid": record.id,
@@ -86,3 +93,47 @@ def event_document(record: Record, site_tz) -> dict:
         refs = [ref_term(r) for r in data.get(key) or [] if str(r) and "," not in str(r)]
         doc[key] = ",".join(refs) or None
     return {k: v for k, v in doc.items() if v is not None}
+
+
+def event_documents(record: Record, site_tz, until) -> list[dict]:
+    """The documents the lists match one by one for an event changed since the base was read:
+    the event's, or one per occurrence of a series up to ``until`` (each with ``owner``, the id
+    of the file's record)."""
+    if not record.data.get("recurrence"):
+        return [event_document(record, site_tz)]
+    tokens = record.__dict__.get("_tokens") or frozenset(analyse(event_text(record)))
+    out = []
+    for occ in occurrences.occurrences_of(record, site_tz, until):
+        if not occ.special:
+            occ.__dict__["_tokens"] = tokens
+        doc = event_document(occ, site_tz)
+        doc["owner"] = record.id
+        out.append(doc)
+    return out
+
+
+def occurrence_entries(record: Record, site_tz, until) -> list[tuple]:
+    """The occurrences of the series ``record`` up to ``until`` as a base reads them:
+    (served id, start, end as epoch seconds, parent term, document or None). Only an occurrence
+    whose exception changes more than its times has a document of its own; the others match
+    as the series' document does."""
+    try:
+        series = series_of(record, site_tz)
+    except Exception:   # an invalid series is reported by the loader; it lists nothing
+        return []
+    if series is None:
+        return []
+    sid = record.id
+    own_parent = record.data.get("post_parent")
+    own_parent, parent = (str(own_parent) if own_parent else None), str(sid)
+    served_of = occurrences.served_ids(series, sid)
+    second = timedelta(seconds=1)
+    out = []
+    for occ in expand(series, horizon_end=until):
+        served = served_of(occ.original_start)
+        doc = None
+        if occ.overrides and occurrences.needs_document(occ):
+            doc = event_document(occurrences.occurrence_record(record, series, occ), site_tz)
+        out.append((served, (occ.utc_start - UNIX) // second, (occ.utc_end - UNIX) // second,
+                    own_parent if served == sid else parent, doc))
+    return out

@@ -29,7 +29,9 @@ from whoosh import index as whoosh_index
 
 from calendar_service.domain.resources import EVENTS
 from calendar_service.index.query import events
-from calendar_service.index.schema import SCHEMA_VERSION, event_document, make_schema
+from calendar_service.domain import occurrences
+from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
+                                           occurrence_entries)
 from calendar_service.index.view import BaseView, IndexView
 from calendar_service.index.writer import open_writer
 from calendar_service.domain.snapshot import Snapshot
@@ -90,12 +92,25 @@ def _follow_loop(index: "SearchIndex") -> None:
             log.exception("updating the search index failed")
 
 
+def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
+    """A generation read from the index on disk (which reflects ``snapshot``), its series'
+    occurrences expanded up to ``horizon``."""
+    ix = whoosh_index.open_dir(str(index.whoosh_dir))
+
+    def expand(rid: int) -> list:
+        record = snapshot.get(EVENTS, rid)
+        return occurrence_entries(record, index.site_tz, horizon) if record is not None else []
+
+    return IndexView(BaseView(ix, snapshot.commit, expand, horizon), snapshot.commit, site_tz=index.site_tz)
+
+
 class SearchIndex:
     """The index on disk, its state, and keeping it in step with the branch."""
 
-    def __init__(self, directory: Path, site_tz):
+    def __init__(self, directory: Path, site_tz, horizon_months: int | None = None):
         self.directory = Path(directory)
         self.site_tz = site_tz
+        self.horizon_months = horizon_months   # how far open-ended series are listed (None: the default)
         self._view: IndexView | None = None
         self._retired: list[tuple[float, BaseView]] = []
         self._wanted = None
@@ -159,6 +174,9 @@ class SearchIndex:
         from it once enough changes have piled up.
         """
         view = self._view
+        horizon = occurrences.horizon(self.horizon_months)   # today's, for open-ended series
+        if view is not None and view.base.horizon != horizon:
+            view = None   # a new day: the base is read again, with the series expanded further
         if view is not None and view.commit == snapshot.commit:
             return view
         if view is not None and snapshot.commit:
@@ -172,10 +190,9 @@ class SearchIndex:
             if not state or state.get("commit") != snapshot.commit:
                 return None
         with self._lock:
-            if self._view is None or self._view.commit != snapshot.commit:
+            if self._view is None or self._view.commit != snapshot.commit or self._view.base.horizon != horizon:
                 try:
-                    ix = whoosh_index.open_dir(str(self.whoosh_dir))
-                    new_view = IndexView(BaseView(ix, snapshot.commit), snapshot.commit)
+                    new_view = read_view(self, snapshot, horizon)
                 except Exception as exc:
                     # a rebuild in another process may be swapping directories; if the index is
                     # really broken, a full sync under the writer lock rebuilds it
@@ -191,7 +208,8 @@ class SearchIndex:
         if paths is None or len(view.extra) + len(paths) > MAX_EXTRA:
             return None
         try:
-            advanced = view.advanced(snapshot, paths, lambda record: event_document(record, self.site_tz))
+            until = view.base.horizon
+            advanced = view.advanced(snapshot, paths, lambda record: event_documents(record, self.site_tz, until))
         except Exception as exc:
             log.warning("the index generation cannot be derived from the previous one (%s)", exc)
             return None
@@ -225,8 +243,7 @@ class SearchIndex:
         view = self._view
         if view is None or len(view.extra) < REBASE_EXTRA or (self.state() or {}).get("commit") != snapshot.commit:
             return
-        ix = whoosh_index.open_dir(str(self.whoosh_dir))
-        fresh = IndexView(BaseView(ix, snapshot.commit), snapshot.commit)
+        fresh = read_view(self, snapshot, view.base.horizon)
         with self._lock:
             # a newer generation came meanwhile: its own catch-up reads the base again
             if self._view is not None and self._view.commit == fresh.commit:

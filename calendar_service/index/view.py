@@ -31,6 +31,7 @@ from whoosh.reading import TermNotFound
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
+from calendar_service.index.schema import SERIES_FLAG
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -110,26 +111,51 @@ def duration_class(duration: int) -> int:
 class BaseView:
     """Every event of one Whoosh generation, by position in list order (immutable once read)."""
 
-    def __init__(self, ix, commit: str):
+    def __init__(self, ix, commit: str, expand=None, horizon=None):
+        """``expand(rid)`` gives the occurrences of the series of id ``rid`` (see
+        ``schema.occurrence_entries``), expanded up to ``horizon``, which the base records: a
+        new day's horizon needs a new base (no document is rewritten)."""
         self.commit = commit
+        self.horizon = horizon
         self.searcher = ix.searcher()
         reader = self.reader = self.searcher.reader()
         live = live_docnums(reader)
         rid = start = end = pub = []
         if live:  # whoosh has no columns to read in an index without documents
             rid, start, end, pub = (read_column(reader, name) for name in COLUMNS)
-        keys = list(zip(start, pub, rid))
-        order = sorted(live, key=keys.__getitem__)
-        self.size = len(order)
-        self.rids = [rid[d] for d in order]
-        self.starts = [start[d] for d in order]
-        self.ends = [end[d] for d in order]
-        self.pubs = [pub[d] for d in order]
-        self.slot = {r: i for i, r in enumerate(self.rids)}        # event id -> position
-        # Whoosh docnum -> position; deleted documents (postings still name them) -> self.size
+        series_docs = set(posting_ids(reader, "flags", SERIES_FLAG)).intersection(live) if expand else set()
+        # (start, pub, served id, docnum, end, parent term, own document): one entry per event
+        # and per occurrence of a series
+        entries = [(start[d], pub[d], rid[d], d, end[d], None, None) for d in live if d not in series_docs]
+        for d in series_docs:
+            entries.extend((s, pub[d], served, d, e, parent, doc) for served, s, e, parent, doc in expand(rid[d]))
+        entries.sort(key=lambda x: x[:3])
+        self.size = len(entries)
+        self.rids = [x[2] for x in entries]
+        self.starts = [x[0] for x in entries]
+        self.ends = [x[4] for x in entries]
+        self.pubs = [x[1] for x in entries]
+        self.slot = {r: i for i, r in enumerate(self.rids)}        # served id -> position
+        # Whoosh docnum -> position; deleted documents (postings still name them) and series
+        # (their occurrences are in ``members``) -> self.size
         self._pos = [self.size] * reader.doc_count_all()
-        for i, d in enumerate(order):
-            self._pos[d] = i
+        self.members: dict[int, BitMap] = {}     # a series' docnum -> its occurrences matched as it is
+        self.owned: dict[int, BitMap] = {}       # a series' id -> the positions of all its occurrences
+        self.special: dict[int, ExtraDoc] = {}   # position -> document of an occurrence with its own fields
+        self.parents: dict[str, BitMap] = {}     # parent term -> occurrences with it
+        for i, x in enumerate(entries):
+            d = x[3]
+            if d not in series_docs:
+                self._pos[d] = i
+                continue
+            self.owned.setdefault(rid[d], BitMap()).add(i)
+            if x[5] is not None:
+                self.parents.setdefault(x[5], BitMap()).add(i)
+            if x[6] is not None:
+                self.special[i] = ExtraDoc(x[6])
+            else:
+                self.members.setdefault(d, BitMap()).add(i)
+        self._series_docs = BitMap(series_docs)
         self.all = BitMap(range(self.size))
         # duration classes: (shortest, longest duration, positions), longest class last
         durations = [e - s for s, e in zip(self.starts, self.ends)]
@@ -144,6 +170,14 @@ class BaseView:
         self._sets: dict[tuple[str, str], BitMap] = {}
         self._searches: dict[str, BitMap] = {}
         self._lock = threading.Lock()
+
+    def positions_of(self, rid: int) -> BitMap | None:
+        """The positions an event id holds: its own, or all its occurrences' for a series."""
+        owned = self.owned.get(rid)
+        if owned is not None:
+            return owned
+        slot = self.slot.get(rid)
+        return None if slot is None else BitMap([slot])
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -179,7 +213,21 @@ class BaseView:
             found = BitMap(itemgetter(*docnums)(self._pos)) if len(docnums) > 1 else \
                 BitMap([self._pos[d] for d in docnums])
             found.discard(self.size)
+            if self.owned:
+                found = self._with_occurrences(found, docnums, field, term)
             self._remember(self._sets, MAX_SETS, key, found)
+        return found
+
+    def _with_occurrences(self, found: BitMap, docnums, field: str, term: str) -> BitMap:
+        """``found`` plus the occurrences of the series among ``docnums`` and the occurrences
+        with their own documents that carry ``term``; ``parent`` is each occurrence's own."""
+        if field == "parent":
+            return found | self.parents.get(term, BitMap())
+        for d in self._series_docs & BitMap(docnums):
+            found |= self.members.get(d, BitMap())
+        extra = [p for p, x in self.special.items() if x.has(field, term)]
+        if extra:
+            found |= BitMap(extra)
         return found
 
     def visible(self, statuses, user) -> BitMap:
@@ -224,6 +272,9 @@ class BaseView:
         if found is None:
             terms = (t.decode("utf-8") if isinstance(t, bytes) else t for t in self.reader.expand_prefix("text", word))
             found = BitMap.union(BitMap(), *(self.docs("text", term) for term in terms))
+            extra = [p for p, x in self.special.items() if any(t.startswith(word) for t in x.tokens)]
+            if extra:
+                found = found | BitMap(extra)
             self._remember(self._sets, MAX_SETS, key, found)
         return found
 
@@ -268,11 +319,12 @@ class BaseView:
 class ExtraDoc:
     """The index document of an event changed since the base was read, as the lists match it."""
 
-    __slots__ = ("rid", "path", "start", "end", "pub", "key", "status", "author", "flags", "parent", "refs",
+    __slots__ = ("rid", "owner", "path", "start", "end", "pub", "key", "status", "author", "flags", "parent", "refs",
                  "tokens")
 
     def __init__(self, doc: dict):
         self.rid = doc["rid"]
+        self.owner = doc.get("owner", self.rid)   # the id of the file's record (a series' for an occurrence)
         self.path = doc["path"]
         self.start, self.end, self.pub = doc["start"], doc["end"], doc["pub"]
         self.key = (self.start, self.pub, self.rid)
@@ -283,18 +335,34 @@ class ExtraDoc:
         self.refs = {f: frozenset(doc[f].split(",")) for f in REFERENCE_FIELDS if doc.get(f)}
         self.tokens = frozenset(doc.get("text", "").split())
 
+    def has(self, field: str, term: str) -> bool:
+        """Whether the document carries ``term`` in ``field`` (as the index's postings would)."""
+        if field == "status":
+            return self.status == term
+        if field == "author":
+            return self.author == term
+        if field == "flags":
+            return term in self.flags
+        if field == "parent":
+            return self.parent == term
+        if field == "text":
+            return term in self.tokens
+        return term in self.refs.get(field, ())
+
 
 class IndexView:
     """One generation of the index, shared by every request until the next: a base, less the
     events changed since it was read (``dead``), plus their current documents (``extra``)."""
 
-    def __init__(self, base: BaseView, commit: str, dead: BitMap | None = None, extra: dict | None = None):
+    def __init__(self, base: BaseView, commit: str, dead: BitMap | None = None, extra: dict | None = None,
+                 site_tz=None):
         self.base = base
+        self.site_tz = site_tz   # the zone of events without their own (occurrences are looked up in it)
         self.commit = commit
         self.dead = dead if dead is not None else BitMap()
         self.extra: dict[int, ExtraDoc] = extra or {}
         self.extra_sorted = sorted(self.extra.values(), key=lambda x: x.key)
-        self.extra_by_path = {x.path: x.rid for x in self.extra.values()}
+        self.extra_by_path = {x.path: x.owner for x in self.extra.values()}
 
     def close(self) -> None:
         self.base.close()
@@ -319,16 +387,17 @@ class IndexView:
             if record is not None and record.id is not None:
                 ids.add(record.id)
         dead = BitMap(self.dead)
-        extra = dict(self.extra)
+        extra = {k: x for k, x in self.extra.items() if x.owner not in ids}
         for rid in ids:
-            slot = base.slot.get(rid)
-            if slot is not None:
-                dead.add(slot)
-            extra.pop(rid, None)
+            held = base.positions_of(rid)
+            if held is not None:
+                dead |= held
             record = snapshot.get(EVENTS, rid)
             if record is not None:
-                extra[rid] = ExtraDoc(document(record))
-        return IndexView(base, snapshot.commit, dead, extra)
+                for doc in document(record):   # one per occurrence of a series
+                    x = ExtraDoc(doc)
+                    extra[x.rid] = x
+        return IndexView(base, snapshot.commit, dead, extra, self.site_tz)
 
 
 def bound_range(q) -> tuple[int | None, int | None]:

@@ -48,7 +48,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
         open_repository(store, settings)
         accounts = Accounts(settings.users_file, Limits.from_settings(settings))
         catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email)
-        index = SearchIndex(settings.index_dir, settings.tz)
+        index = SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
     except BaseException:
         store.close()
         raise

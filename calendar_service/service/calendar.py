@@ -21,7 +21,7 @@ import time
 
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
-from calendar_service.domain import permissions, queries, text
+from calendar_service.domain import occurrences, permissions, queries, text
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resource
 from calendar_service.index import search
@@ -119,6 +119,11 @@ class CalendarService:
 
     # ------------------------------------------------------------------------- reads
 
+    @property
+    def horizon_months(self) -> int | None:
+        """How many months ahead open-ended series are listed (None: the default, 24)."""
+        return getattr(self.settings, "recurrence_horizon", None)
+
     def check_readable(self, record: Record, user: User | None) -> None:
         """Raise the original's error when ``user`` may not read ``record`` on its own."""
         resource = record.resource
@@ -133,6 +138,8 @@ class CalendarService:
         """Events for a list request: from the search index when it reflects the branch head,
         otherwise (while it catches up) by scanning, with the same results."""
         snapshot = snapshot or self.snapshot()
+        if query.horizon is None:   # series are listed up to today's horizon, by either path
+            query.horizon = occurrences.horizon(self.horizon_months)
         if self.index is not None:
             try:
                 view = self.index.view(snapshot, self.store)
@@ -145,6 +152,10 @@ class CalendarService:
             if page is not None:
                 return page
         return queries.events(snapshot, query, user, self.site_tz)
+
+    def occurrence(self, rid: int, snapshot: Snapshot | None = None) -> Record | None:
+        """The occurrence of a recurring series an occurrence id names (None: no such occurrence)."""
+        return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz)
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None,
                     snapshot: Snapshot | None = None) -> queries.Page:

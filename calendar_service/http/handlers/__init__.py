@@ -10,7 +10,8 @@ from calendar_service.http.handlers.hooks import handle_git_hook, handle_status
 from calendar_service.http.handlers.subscriptions import (handle_deliveries, handle_subscribe, handle_subscription,
                                                          handle_subscriptions, handle_unsubscribe,
                                                          handle_update_subscription)
-from calendar_service.http.handlers.records import handle_create, handle_delete, handle_single, handle_update
+from calendar_service.http.handlers.records import (handle_create, handle_delete, handle_occurrences, handle_single,
+                                                   handle_update)
 
 HANDLERS = {
     "git_hook": handle_git_hook,
@@ -20,6 +21,7 @@ HANDLERS = {
     "archive": handle_archive,
     "create": handle_create,
     "single": handle_single,
+    "occurrences": handle_occurrences,
     "update": handle_update,
     "delete": handle_delete,
     "revisions": handle_revisions,

@@ -15,8 +15,8 @@ def page_size(call: Call) -> int:
 
 
 def paging_links(call: Call, echo: list[tuple[str, object]], page: int, has_next: bool, has_prev: bool,
-           resource: Resource) -> dict:
-    base = call.urls.rest(resource.name) + "/"
+           resource: Resource, path: str | None = None) -> dict:
+    base = call.urls.rest(*path) if path else call.urls.rest(resource.name) + "/"
 
     def url(params, page_no=None):
         # as the original: the request's parameters, then `page` appended (none for page 1)
@@ -61,14 +61,14 @@ def statuses_of(call: Call) -> tuple[str, ...]:
     return permissions.VISIBLE_TO_EDITORS if permissions.sees_all_statuses(call.user) else ("publish",)
 
 
-def post_list(call: Call, resource: Resource, result: queries.Page, echo, singular: str):
+def post_list(call: Call, resource: Resource, result: queries.Page, echo, singular: str, path=None):
     if result.page > 1 and not result.items:
         raise errors.plugin_error(f"{singular}-archive-page-not-found")
     has_next = result.page * result.per_page < result.total
     has_prev = result.page > 1 and result.total > 0
     presenter = call.presenter()
     body = {resource.name: [RawJSON(presenter.present_json(r)) for r in result.items]}
-    body.update(paging_links(call, echo, result.page, has_next, has_prev, resource))
+    body.update(paging_links(call, echo, result.page, has_next, has_prev, resource, path))
     body["total"] = result.total
     body["total_pages"] = result.total_pages
     set_totals(call, result)

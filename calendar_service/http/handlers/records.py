@@ -1,10 +1,13 @@
 """Single-record routes: read (JSON with an ETag, or iCalendar), create, update, delete."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from flask import Response, request
 
 from calendar_service.domain import permissions
 from calendar_service.http import errors
+from calendar_service.domain import dates, queries
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
@@ -12,6 +15,7 @@ from calendar_service.http.call import Call
 from calendar_service.http.etags import if_match, matches, record_etag
 from calendar_service.http.handlers import series
 from calendar_service.http.handlers.events import ical_response, wants_ical
+from calendar_service.http.handlers.paging import page_size, post_list
 
 
 def event_record(call: Call) -> Record:
@@ -90,3 +94,29 @@ def handle_delete(call: Call):
         return before, 200
     deleted = call.service.delete(record, call.user, precondition=if_match(call, record))
     return _written(call, deleted, 200)
+
+
+def handle_occurrences(call: Call):
+    """``GET /events/{id}/occurrences``: a series' occurrences as an event list (an event that does
+    not repeat is its only occurrence), read with the series' permissions, by start, from the start
+    of yesterday (as event lists) unless ``start_date`` is given, up to the horizon."""
+    record = event_record(call)
+    if getattr(record, "series_id", 0):   # an occurrence id names no series
+        raise errors.plugin_error("rest-event-not-found", id=record.id)
+    call.service.check_readable(record, call.user)
+    args, tz = call.args, call.service.site_tz
+    query = queries.EventQuery(page=args["page"], per_page=page_size(call), statuses=(record.status,),
+                               unlocked=call.unlocked, owner=record.id)
+    echo: list[tuple[str, object]] = [("page", query.page), ("per_page", query.per_page)]
+    if "start_date" in call.present:
+        start = dates.start_of_day(dates.parse(args["start_date"], tz).astimezone(tz))
+    else:
+        start = dates.start_of_day(datetime.now(timezone.utc).astimezone(tz) - timedelta(days=1))
+    query.start = start.astimezone(timezone.utc)
+    echo.append(("start_date", dates.fmt(start)))
+    if "end_date" in call.present:
+        end = dates.end_of_day(dates.parse(args["end_date"], tz).astimezone(tz))
+        query.end = end.astimezone(timezone.utc)
+        echo.append(("end_date", dates.fmt(end)))
+    result = call.service.list_events(query, call.user, call.snapshot)
+    return post_list(call, EVENTS, result, echo, "event", path=("events", record.id, "occurrences"))
