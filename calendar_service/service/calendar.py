@@ -69,7 +69,7 @@ class CalendarService:
         self._closed = threading.Event()
         self._writing = threading.local()      # set while this thread holds the write lock here
         self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
-        self.webhooks = None  # service.webhooks.Webhooks, set by build_service
+        self.webhooks = None  # service.webhooks.Webhooks: build_service always sets it
 
     @property
     def site_tz(self):
@@ -113,16 +113,10 @@ class CalendarService:
             return
         self._closed.set()
         self.sync.stop()
-        if self.webhooks is not None:
-            self.webhooks.close()
+        self.webhooks.close()
         self.store.close()
 
     # ------------------------------------------------------------------------- reads
-
-    @property
-    def horizon_months(self) -> int | None:
-        """How many months ahead open-ended series are listed (None: the default, 24)."""
-        return getattr(self.settings, "recurrence_horizon", None)
 
     def check_readable(self, record: Record, user: User | None) -> None:
         """Raise the original's error when ``user`` may not read ``record`` on its own."""
@@ -139,7 +133,7 @@ class CalendarService:
         otherwise (while it catches up) by scanning, with the same results."""
         snapshot = snapshot or self.snapshot()
         if query.horizon is None:   # series are listed up to today's horizon, by either path
-            query.horizon = occurrences.horizon(self.horizon_months)
+            query.horizon = occurrences.horizon(self.settings.recurrence_horizon)
         if self.index is not None:
             try:
                 view = self.index.view(snapshot, self.store)
@@ -202,11 +196,7 @@ class CalendarService:
                           precondition=None) -> Record:
         """Update (``args``) or delete (None) the occurrence of ``record``'s series at ``original`` with
         ``scope`` (see ``series_writes``) in one commit; returns the series (the new one for following)."""
-        if not (permissions.can_edit if args is not None else permissions.can_delete)(user, record):
-            raise errors.forbidden(user is not None)
-        build = (self.series_writer.update(record, original, scope, args, user) if args is not None
-                 else self.series_writer.delete(record, original, scope))
-        return self._write(build, user, precondition)
+        return self._write(self.series_writer.plan(record, original, scope, args, user), user, precondition)
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
         """The trashed events, venues and organizers (of ``resources``, default all three),
@@ -295,8 +285,7 @@ class CalendarService:
                     raise self.sync.failure(exc, "The write was not applied.") from None
                 except StoreError as exc:
                     raise errors.conflict(str(exc)) from None
-                if self.webhooks is not None:
-                    self.webhooks.nudge()
+                self.webhooks.nudge()
                 if target is None:
                     return None
                 resource, record_id = target
@@ -348,8 +337,7 @@ class CalendarService:
     def pull_remote(self) -> PullResult:
         """Bring the branch in line with the git remote (see ``RemoteSync.pull``)."""
         result = self.sync.pull()
-        if self.webhooks is not None:
-            self.webhooks.nudge()
+        self.webhooks.nudge()   # the branch may have moved: deliveries to make
         return result
 
     def branch_head(self) -> str | None:
@@ -380,7 +368,7 @@ class CalendarService:
 
     def start_webhooks(self) -> threading.Thread | None:
         """Start the webhook delivery thread (see ``Webhooks.start``)."""
-        return self.webhooks.start() if self.webhooks is not None else None
+        return self.webhooks.start()
 
     def stop_pulling(self) -> None:
         self.sync.stop()

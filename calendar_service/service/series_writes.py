@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from calendar_service.auth.accounts import User
-from calendar_service.domain import dates, text
+from calendar_service.domain import dates, permissions, text
 from calendar_service.domain.records import Record
 from calendar_service.domain.recurrence import (
     SERIES_ONLY, RecurrenceError, Series, apply_all, apply_following, apply_this, occurrence_at,
@@ -151,6 +151,12 @@ class SeriesWriter:
         changed = {k: new.get(k) for k in relevant if k in new or k in old
                    if new.get(k) != old.get(k) and k not in ("id", "modified_utc")}
         return changed
+
+    def plan(self, record: Record, original: datetime, scope: str, args: dict | None, user: User):
+        """The build of an update (``args``) or a delete (None), once ``user`` may make it."""
+        if not (permissions.can_edit if args is not None else permissions.can_delete)(user, record):
+            raise errors.forbidden(user is not None)
+        return self.update(record, original, scope, args, user) if args is not None else self.delete(record, original, scope)
 
     def update(self, record: Record, original: datetime, scope: str, args: dict, user: User):
         """The build of an update of the occurrence of ``record``'s series at ``original``."""

@@ -118,6 +118,9 @@ def ical_response(chunks, filename: str) -> Response:
     })
 
 
+UNPAGED = 2**31 - 1   # per_page of a feed without page/per_page (pages are sliced, never allocated)
+
+
 def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, object]]) -> Response:
     """The event list as an iCalendar feed: the same selection and order as the JSON list.
 
@@ -128,7 +131,8 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
     """
     paged = bool({"page", "per_page"} & call.present)
     if not paged:
-        query.page, query.per_page = 1, max(1, call.snapshot.count(EVENTS))
+        # every match on one page: lists count a series' occurrences, so the number of files is no bound
+        query.page, query.per_page = 1, UNPAGED
     result = call.service.list_events(query, call.user, call.snapshot)
     if result.page > 1 and not result.items:
         raise errors.plugin_error("event-archive-page-not-found")
@@ -145,6 +149,9 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
 
 def _series_or_self(snapshot, item):
     """The series of a listed occurrence (its id names it), else the listed record itself."""
+    series_id = getattr(item, "series_id", 0)   # an occurrence record (domain/occurrences.py)
+    if series_id:
+        return snapshot.get(EVENTS, series_id) or item
     split = recurrence.split_occurrence_id(item.id)
     return snapshot.get(EVENTS, split[0]) if split else item
 
