@@ -30,14 +30,13 @@ STALE_LOCK_SECONDS = 30
 WORKTREE_TEMP_PREFIX = ".tmp-"   # the temporary files of a working-tree write, next to the record files
 
 
-class IndexLock:
-    """Serializes what this service does to git's index file across its threads and processes
-    (a file lock in the git directory): git fails at once, rather than waiting, when another
-    git process holds ``index.lock``."""
+class FileLock:
+    """One holder at a time across threads (``thread_lock``) and processes (``flock`` on ``path``,
+    a file of the git directory, mode 0600)."""
 
-    def __init__(self, git_dir: Path):
-        self.path = git_dir / "calendar-index.lock"
-        self._thread_lock = threading.Lock()
+    def __init__(self, path: Path, thread_lock=None):
+        self.path = path
+        self._thread_lock = thread_lock or threading.Lock()
 
     @contextlib.contextmanager
     def held(self):
@@ -117,7 +116,9 @@ class Recovery:
         self.journal = journal
         self._head = head
         self._sync_worktree = sync_worktree
-        self.index_lock = IndexLock(git_dir)
+        # what this service does to git's index file, serialized: git fails at once, rather than
+        # waiting, when another git process holds ``index.lock``
+        self.index_lock = FileLock(git_dir / "calendar-index.lock")
 
     def lock_files(self) -> list[Path]:
         """The git lock files a killed write can leave: the branch ref, HEAD, packed refs, the index."""

@@ -19,8 +19,6 @@ configured, a write is pushed before the local branch moves; see the README's "G
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import threading
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from calendar_service.storage.errors import (BranchMoved, PullRefused, PushRejec
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SHA_LENGTH, ZERO, Git
 from calendar_service.storage.history import History
 from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
-from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery
+from calendar_service.storage.recovery import STALE_LOCK_SECONDS, FileLock, Journal, Recovery
 from calendar_service.storage.remote import REMOTE_TIMEOUT, Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
 
@@ -39,7 +37,6 @@ __all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "PullRefused",
            "RemoteRefused", "PushRejected", "CONTENT_FOLDERS", "EMPTY_TREE", "ZERO", "blob_sha", "write_atomically"]
 
 DEFAULT_COMMITTER = ("Calendar Service", "calendar-service@localhost")
-WRITE_LOCK_MODE = 0o600
 
 
 class GitStore:
@@ -211,15 +208,9 @@ class GitStore:
         On leaving, once the lock is released, git's index entries of the files written are
         updated (``Writer.settle``: one ``git update-index`` for the writes of several threads)."""
         try:
-            with self._thread_lock:
-                self.git_dir.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.git_dir / "calendar-write.lock", os.O_RDWR | os.O_CREAT, WRITE_LOCK_MODE)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    yield
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
+            self.git_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(self.git_dir / "calendar-write.lock", self._thread_lock).held():
+                yield
         finally:
             self._writer.settle()
 
