@@ -243,6 +243,14 @@ class Presenter:
             return to_json(_with_urls(json.loads(text), self.urls))
         return _text_with_urls(text, self.urls)
 
+    def present_written(self, record: Record) -> dict:
+        """The answer of a write: the object a following single read of the same id gives (a
+        series with its ``recurrence`` block, an occurrence with its ``post_parent``), but
+        ``json_ld``, which the original answers on single reads only."""
+        if record.resource is EVENTS and record.data.get("recurrence"):
+            return self.event(record, series_block=True)
+        return self.present(record)
+
     def _build(self, record: Record, single: bool) -> dict:
         resource = record.resource
         if resource is EVENTS:
@@ -267,7 +275,7 @@ class Presenter:
     def event_zone(self, record: Record):
         return dates.zone(record.data.get("timezone"), self.site_tz)
 
-    def event(self, record: Record, single: bool = False) -> dict:
+    def event(self, record: Record, single: bool = False, series_block: bool = False) -> dict:
         data = record.data
         tz = self.event_zone(record)
         start = dates.read_local(data["start_date"], tz)
@@ -316,7 +324,7 @@ class Presenter:
             "organizer": [self.organizer(o, single) for o in self.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
-        if single and data.get("recurrence"):
+        if (single or series_block) and data.get("recurrence"):
             out["recurrence"] = recurrence_block(record, self.site_tz, out["rest_url"])
         if getattr(record, "series_id", 0) and record.id != record.series_id:
             out["post_parent"] = record.series_id   # an occurrence of a recurring series (domain.occurrences)

@@ -17,7 +17,7 @@ from calendar_service.domain import dates, permissions, text
 from calendar_service.domain.records import Record
 from calendar_service.domain.recurrence import (
     SERIES_ONLY, RecurrenceError, Series, apply_all, apply_following, apply_this, occurrence_at,
-    recurrence_problems, served_id, split_occurrence_id)
+    recurrence_problems, split_occurrence_id)
 from calendar_service.domain.recurrence.lines import show
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.resources import EVENTS
@@ -46,17 +46,6 @@ def find_occurrence(snapshot: Snapshot, ident: int, site_tz) -> tuple[Record, da
     if series is None or not series.is_occurrence(original) or original == series.start:
         return None  # the first occurrence is served under the series id only
     return record, original
-
-
-def occurrence_record(record: Record, series: Series, original: datetime) -> Record:
-    """The record of one occurrence of ``record``'s series (as a single event shows it): the
-    series' fields with the occurrence's times and its exception's fields, its served id, and
-    ``post_parent`` naming the series for every occurrence but the first."""
-    data = occurrence_data(record, series, original)
-    data["id"] = served_id(series, record.id, original)
-    if data["id"] != record.id:
-        data["post_parent"] = record.id
-    return Record(EVENTS, data, record.path)
 
 
 def occurrence_data(record: Record, series: Series, original: datetime) -> dict:

@@ -58,10 +58,11 @@ def _check_event_password(call: Call, record: Record) -> None:
 
 
 def _written(call: Call, record: Record, status: int):
-    """The answer of a write: the record as the branch head now holds it, with its new ETag."""
+    """The answer of a write: the record as the branch head now holds it (as a following single
+    read shows it, a series with its ``recurrence`` block), with its new ETag."""
     presenter = call.presenter(after_write=True)
     call.headers["ETag"] = record_etag(call, presenter.snapshot, record)
-    return presenter.present(record), status
+    return presenter.present_written(record), status
 
 
 def handle_create(call: Call):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from calendar_service.domain import occurrences
 from calendar_service.domain.records import Record
-from calendar_service.domain.recurrence import RecurrenceError
+from calendar_service.domain.recurrence import RecurrenceError, occurrence_at
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http.call import Call
 from calendar_service.http.etags import if_match, record_etag
-from calendar_service.service.series_writes import find_occurrence, occurrence_record
+from calendar_service.service.series_writes import find_occurrence
 
 
 def scoped_target(call: Call) -> tuple[Record, datetime, str] | None:
@@ -39,13 +40,16 @@ def scoped_target(call: Call) -> tuple[Record, datetime, str] | None:
 
 
 def _present_occurrence(call: Call, series_record: Record, original: datetime, after_write: bool) -> dict:
-    """The occurrence at ``original`` as a single event shows it (the series when it has none there)."""
+    """The occurrence at ``original`` as a single read of its id shows it: the series (with its
+    ``recurrence`` block) for the first occurrence, which is served under the series id, or
+    when the series has none there; else the occurrence with its ``post_parent``."""
     presenter = call.presenter(after_write=after_write)
     current = presenter.snapshot.get(EVENTS, series_record.id) or series_record
     series = series_of(current, call.service.site_tz)
-    if series is None or not series.is_occurrence(original):
-        return presenter.present(current)
-    return presenter.present(occurrence_record(current, series, original))
+    found = occurrence_at(series, original) if series is not None and original != series.start else None
+    if found is None:
+        return presenter.present_written(current)
+    return presenter.present_written(occurrences.occurrence_record(current, series, found))
 
 
 def handle_update(call: Call, record: Record, original: datetime, scope: str):
@@ -59,7 +63,7 @@ def handle_update(call: Call, record: Record, original: datetime, scope: str):
     call.headers["ETag"] = record_etag(call, presenter.snapshot, result if scope == "following" else
                                        presenter.snapshot.get(EVENTS, record.id) or result)
     if result.id != record.id or (scope == "all" and original == before.start):
-        return presenter.present(result), 200
+        return presenter.present_written(result), 200
     after = series_of(result, service.site_tz)
     if scope == "all" and after is not None:  # the occurrence moved with the whole series
         original = original + (after.start - before.start)
