@@ -262,7 +262,7 @@ def test_dst_nights_expand_from_the_feed_as_from_the_series(files, anon, zone, s
 def test_all_day_series_with_exceptions_exdate_and_rdate(files, anon):
     lines = ["RRULE:FREQ=MONTHLY;BYMONTHDAY=1;UNTIL=20271201", "EXDATE;VALUE=DATE:20270301",
              "RDATE;VALUE=DATE:20270315"]
-    exceptions = {"2027-02-01": {"title": "Moved market", "start_date": "2027-02-03 00:00:00"},
+    exceptions = {"2027-02-01": {"title": "Moved market", "start_date": "2027-02-03"},
                   "2027-04-01": {"title": "Market with music"}}
     s = series(lines, "2026-12-01 00:00:00", "2026-12-02 23:59:59", "Australia/Sydney", True, exceptions)
     files.series(9, s, exceptions)
@@ -368,7 +368,7 @@ def series_with_exceptions(draw):
         if draw(st.booleans()):
             if s.all_day:
                 moved = original + timedelta(days=draw(st.integers(-2, 2)))
-                changes["start_date"] = moved.strftime("%Y-%m-%d 00:00:00")
+                changes["start_date"] = moved.strftime("%Y-%m-%d")
             else:
                 moved = original + timedelta(minutes=15 * draw(st.integers(-192, 192)))
                 changes["start_date"] = dates.fmt(moved)

@@ -347,10 +347,15 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
             for key, changes in exceptions.items():
                 if isinstance(changes, dict):  # an exception's fields have the types of the event's
-                    checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types})
+                    # (its times were checked with the series: a bare date is a day of an all-day series)
+                    checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types
+                                                          and k not in ("start_date", "end_date")})
                     changes.update(checked)
                     problems += [Problem(path, _line_of(text, "exceptions"),
                                          f"'exceptions' {str(key)!r}: {p.message}") for p in wrong]
+            if exceptions:   # keys YAML read as dates are kept as the text they were written as
+                data["exceptions"] = {str(dates.normalize_stored(k)) if isinstance(k, datetime) else str(k): v
+                                      for k, v in exceptions.items()}
     elif "recurrence" in meta or "exceptions" in meta:
         key = "recurrence" if "recurrence" in meta else "exceptions"
         problems.append(Problem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))

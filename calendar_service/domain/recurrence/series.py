@@ -198,7 +198,7 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series:
         label = str(raw_key)
         key = _read_key(raw_key, all_day)
         if key is None:
-            form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS"
+            form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS, or YYYY-MM-DD for the one occurrence of a day"
             problems.append(Problem("exceptions", label, f"the key must be an occurrence's original start ({form})"))
             continue
         if not isinstance(changes, Mapping) or not changes:
@@ -224,6 +224,12 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series:
                 overrides[name] = value
         if "start_date" in overrides and "end_date" in overrides and overrides["end_date"] < overrides["start_date"]:
             problems.append(Problem("exceptions", label, "end_date is before start_date"))
+        if isinstance(key, date) and not isinstance(key, datetime):   # a bare date of a timed series
+            if series is None:
+                continue   # the series is unreadable: its problems are reported already
+            key = _occurrence_of_day(series, key, label, problems)
+            if key is None:
+                continue
         if series is not None:
             if key in series.exdates:
                 problems.append(Problem("exceptions", label, "this occurrence is removed by an EXDATE"))
@@ -235,7 +241,9 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series:
     return read
 
 
-def _read_key(raw, all_day: bool) -> datetime | None:
+def _read_key(raw, all_day: bool) -> datetime | date | None:
+    """An exception key: the original start (naive local), or for a timed series given as a bare
+    date, that date (the one occurrence starting on it: ``_occurrence_of_day``). None: unreadable."""
     if isinstance(raw, datetime):
         raw = dates.normalize_stored(raw)
     elif isinstance(raw, date):
@@ -243,7 +251,7 @@ def _read_key(raw, all_day: bool) -> datetime | None:
     text = str(raw).strip()
     try:
         if KEY_DAY.match(text):
-            return datetime.fromisoformat(text) if all_day else None
+            return datetime.fromisoformat(text) if all_day else date.fromisoformat(text)
         moment = dates.read_local(text, UTC).replace(tzinfo=None)
     except ValueError:
         return None
@@ -252,7 +260,30 @@ def _read_key(raw, all_day: bool) -> datetime | None:
     return moment
 
 
+def _occurrence_of_day(series: Series, day: date, label: str, problems: list[Problem]) -> datetime | None:
+    """The original start of the one occurrence of a timed ``series`` that starts on the local
+    date ``day`` (EXDATEs excluded); a problem, and None, when none or several do."""
+    first = datetime.combine(day, time())
+    found = {d for d in series.engine.rule_instances(first, first + timedelta(days=1) - timedelta(seconds=1))}
+    found.update(d for d in series.rdates if d.date() == day)
+    kept = sorted(d for d in found if d not in series.exdates)
+    if len(kept) == 1:
+        return kept[0]
+    if found and not kept:
+        problems.append(Problem("exceptions", label, "this occurrence is removed by an EXDATE"))
+    elif not kept:
+        problems.append(Problem("exceptions", label, f"no occurrence of the series starts on {day} (a date "
+                                                     "names the one occurrence starting that day)"))
+    else:
+        starts = ", ".join(d.strftime("%H:%M") for d in kept)
+        problems.append(Problem("exceptions", label, f"{len(kept)} occurrences start on {day} ({starts}): "
+                                                     f"name one by its start, such as '{dates.fmt(kept[0])}'"))
+    return None
+
+
 def override_time(value, name: str, all_day: bool) -> str | None:
+    if all_day and isinstance(value, date) and not isinstance(value, datetime):
+        value = value.isoformat()   # an unquoted YAML date: the whole day (an end at 23:59:59)
     value = dates.normalize_stored(value)
     if not isinstance(value, str):
         return None
