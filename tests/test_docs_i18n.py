@@ -301,7 +301,41 @@ def test_every_described_string_is_in_the_catalog_template():
             texts.add(op["summary"])
             texts.update(r["description"] for r in op["responses"].values())
     texts.add(doc["info"]["description"])
+    texts.update(docs.schema_descriptions())   # the response fields described (recurring events)
+    assert {"recurrence", "post_parent"} <= set(doc["components"]["schemas"]["Event"]["properties"])
+    assert len(docs.schema_descriptions()) >= 5
     assert texts - pot == set()
+
+
+# the descriptions of the recurring-event arguments, fields and route, by where /doc holds them
+RECURRING = {
+    "recurrence argument": lambda doc: _body(doc, "/events/{id}", "put")["recurrence"]["description"],
+    "recurrence_scope argument": lambda doc: next(p["description"] for p in doc["paths"]["/events/{id}"]["delete"][
+        "parameters"] if p["name"] == "recurrence_scope"),
+    "occurrences route": lambda doc: doc["paths"]["/events/{id}/occurrences"]["get"]["summary"],
+    "post_parent field": lambda doc: doc["components"]["schemas"]["Event"]["properties"]["post_parent"]["description"],
+    "recurrence field": lambda doc: doc["components"]["schemas"]["Event"]["properties"]["recurrence"]["description"],
+    **{f"recurrence.{k} field": (lambda k: lambda doc: doc["components"]["schemas"]["Event"]["properties"][
+        "recurrence"]["properties"][k]["description"])(k) for k in ("rules", "exceptions", "occurrences")},
+}
+
+
+def _body(doc: dict, path: str, method: str) -> dict:
+    ref = doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    return doc["components"]["schemas"][ref.rsplit("/", 1)[-1]]["properties"]
+
+
+@pytest.mark.parametrize("language", [lang for lang in LANGUAGES if lang != "en"])
+def test_the_recurring_event_texts_are_translated_in_every_language(client, language):
+    english = get_json(client, f"{API}/doc")
+    doc = get_json(client, f"{API}/doc?i18n_language={language}")
+    for what, find in RECURRING.items():
+        source, text = find(english), find(doc)
+        assert source and text and text != source, (language, what)
+        assert text == i18n.gettext(source, language), (language, what)
+    # the exception keys' forms and the code words stay as they are
+    assert "YYYY-MM-DD HH:MM:SS" in RECURRING["recurrence.exceptions field"](doc)
+    assert "post_parent" in RECURRING["post_parent field"](doc)
 
 
 @pytest.mark.parametrize("folder", [f for f in i18n.LANGUAGES.values() if f])

@@ -156,6 +156,20 @@ SCHEMAS["Event"] = {"type": "object", "properties": {
                         {"type": "array", "items": {"$ref": "#/components/schemas/Venue"}}]},
     "organizer": {"type": "array", "items": {"$ref": "#/components/schemas/Organizer"}},
     "custom_fields": {"oneOf": [{"type": "object"}, {"type": "array", "items": {}}]},
+    # recurring events (not in the original's answers: its Pro add-on has no such fields)
+    "post_parent": {**_INT, "description": N_(
+        "For an occurrence of a recurring event: the ID of its series. The first occurrence is served under "
+        "the series ID and has no post_parent")},
+    "recurrence": {"type": "object", "description": N_(
+        "A recurring event's series as its file holds it: on the single read of the series ID and on the "
+        "answers of writes to it"), "properties": {
+        "rules": {"type": "array", "items": _STRING, "description": N_(
+            "The RFC 5545 lines of the series (RRULE, EXDATE, RDATE), as written")},
+        "exceptions": {"type": "object", "additionalProperties": {"type": "object"}, "description": N_(
+            "The occurrences that differ from the series, by original local start (YYYY-MM-DD HH:MM:SS, or "
+            "YYYY-MM-DD for an all-day series): the fields each one overrides")},
+        "occurrences": {**_STRING, "description": N_(
+            "The URL of the list of the series' occurrences")}}},
     "json_ld": {"type": "object"}}}
 
 SCHEMAS["Error"] = {"type": "object", "required": ["code", "message", "data"], "properties": {
@@ -411,6 +425,27 @@ def openapi(urls: Urls, language: str = "en", others: tuple[str, ...] = ()) -> d
     return _openapi(urls.rest_base, language, tuple(others))
 
 
+def _translated(schema, language: str):
+    """A copy of ``schema`` (components) with every ``description`` in ``language``."""
+    if isinstance(schema, dict):
+        return {k: gettext(v, language) if k == "description" and isinstance(v, str) else _translated(v, language)
+                for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_translated(item, language) for item in schema]
+    return schema
+
+
+def schema_descriptions(schema=None) -> list[str]:
+    """Every ``description`` text of the response schemas (``SCHEMAS``), in English."""
+    schema = SCHEMAS if schema is None else schema
+    if isinstance(schema, dict):
+        return [v for k, v in schema.items() if k == "description" and isinstance(v, str)] + [
+            text for k, v in schema.items() if k != "description" for text in schema_descriptions(v)]
+    if isinstance(schema, list):
+        return [text for item in schema for text in schema_descriptions(item)]
+    return []
+
+
 def _servers(rest_base: str, others: tuple[str, ...], language: str) -> list[dict]:
     servers = [{"url": base + "/"} for base in (rest_base, *others)]
     if others:
@@ -433,7 +468,7 @@ def _openapi(rest_base: str, language: str, others: tuple[str, ...] = ()) -> dic
         "openapi": "3.0.0",  # as the original; Swagger UI 4 reads 3.0, not 3.1
         "info": {"version": "1.0.0", "title": "The Events Calendar REST API",
                  "description": gettext(INFO_DESCRIPTION, language)},
-        "components": {"schemas": {**SCHEMAS, **bodies}},
+        "components": {"schemas": {**_translated(SCHEMAS, language), **bodies}},
         "servers": _servers(rest_base, others, language),
         "paths": paths,
     }
