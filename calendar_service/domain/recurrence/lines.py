@@ -18,7 +18,8 @@ UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1)
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 FREQS = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY")
-LINE = re.compile(r"([A-Za-z-]+)((?:;[^:;]*)*):(.*)\Z", re.S)
+# NAME;PARAM=VALUE...:VALUE; a parameter value holding ':' or ';' is quoted (TZID="UTC-3:30")
+LINE = re.compile(r'([A-Za-z-]+)((?:;(?:"[^"]*"|[^:;"])*)*):(.*)\Z', re.S)
 DATE_VALUE = re.compile(r"(\d{4})(\d{2})(\d{2})\Z")
 DATETIME_VALUE = re.compile(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(Z?)\Z")
 _BYDAY = re.compile(r"([+-]?)(\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)\Z")
@@ -293,6 +294,8 @@ def date_form(series: Series, name: str):
     key = tzid(series.tz)
     if key is None:
         return f"{name}:", lambda v: v.replace(tzinfo=series.tz).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if ":" in key or ";" in key:
+        key = f'"{key}"'   # RFC 5545 section 3.2: such a parameter value is quoted
     return f"{name};TZID={key}:", lambda v: v.strftime("%Y%m%dT%H%M%S")
 
 
