@@ -42,7 +42,7 @@ def test_revisions_by_an_occurrence_id_are_the_series_files(admin, as_role, repo
     by_series = admin.get(f"/events/{sid}/revisions").get_json()["revisions"]
     assert [r["message"].splitlines()[0] for r in by_series] == [
         'Update all occurrences of event 1 "Choir"',
-        f'Update occurrence 2030-09-10 19:00:00 of event 1 "Choir"',
+        'Update occurrence 2030-09-10 19:00:00 of event 1 "Choir"',
         'Create event 1 "Choir"']
     for ident in (occ(sid, 10), occ(sid, 17)):
         r = admin.get(f"/events/{ident}/revisions")

@@ -44,8 +44,9 @@ def last_sunday(day: date) -> date:
     return last - timedelta(days=(last.weekday() - 6) % 7)
 
 
-def utc_stamp(local: datetime, tz) -> str:
-    return local.replace(tzinfo=tz).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+def utc_stamp(local: datetime, tz, seconds: int = 0) -> str:
+    """A local time's instant as an UNTIL value (``seconds`` later)."""
+    return (local.replace(tzinfo=tz).astimezone(UTC) + timedelta(seconds=seconds)).strftime("%Y%m%dT%H%M%SZ")
 
 
 def make_series(zone: str, sunday: date, tricky: str) -> dict[int, tuple]:
@@ -63,8 +64,7 @@ def make_series(zone: str, sunday: date, tricky: str) -> dict[int, tuple]:
         2: ([f"RRULE:FREQ=WEEKLY;BYDAY=WE,SU;UNTIL={utc_stamp(at(sunday + timedelta(days=14), '19:00'), tz)}"],
             at(wed - timedelta(days=7), "19:00"), timedelta(hours=2, minutes=30), False, None),
         # UNTIL one second before an occurrence: that one is not
-        3: ([f"RRULE:FREQ=WEEKLY;BYDAY=SU;UNTIL="
-             f"{(at(sunday + timedelta(days=21), '09:00').replace(tzinfo=tz).astimezone(UTC) - timedelta(seconds=1)):%Y%m%dT%H%M%SZ}"],
+        3: ([f"RRULE:FREQ=WEEKLY;BYDAY=SU;UNTIL={utc_stamp(at(sunday + timedelta(days=21), '09:00'), tz, -1)}"],
             at(sunday - timedelta(days=14), "09:00"), timedelta(minutes=45), False, None),
         # COUNT counts the EXDATE'd instance
         4: (["RRULE:FREQ=MONTHLY;BYDAY=-1SU;COUNT=4", f"EXDATE;TZID={tzid}:{at(second, tricky):%Y%m%dT%H%M%S}"],
