@@ -156,6 +156,7 @@ class BaseView:
             else:
                 self.members.setdefault(d, BitMap()).add(i)
         self._series_docs = BitMap(series_docs)
+        self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
         self.all = BitMap(range(self.size))
         # duration classes: (shortest, longest duration, positions), longest class last
         durations = [e - s for s, e in zip(self.starts, self.ends)]
