@@ -6,6 +6,7 @@ against the scanning fallback.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -357,3 +358,59 @@ def test_the_first_occurrence_is_listed_under_the_series_id_and_read_as_the_seri
         (sid, "Course: introduction"), (occurrence_id(sid, datetime(y, 6, 2, 10, 0)), "Course")]
     assert "post_parent" not in listed[0] and listed[1]["post_parent"] == sid
     assert cal.client().get(f"/events/{sid}").get_json()["title"] == "Course"
+
+
+def test_edits_of_long_daily_series_derive_generations_without_a_full_reload(make_app, repo, paths):
+    """A daily series without an end is ~730 occurrences over the 24-month horizon: a derived
+    generation counts its edit as one changed file (``search.MAX_EXTRA`` counts files), so several
+    such series edited, one of them again and again, keep being answered from generations derived
+    from the same base, with the scanning fallback's results. The index writer lock is held by the
+    test so that no background catch-up reads a new base meanwhile: every list must come from a
+    generation derived in the request, never from a full reload (which would need the lock)."""
+    import fcntl
+
+    from calendar_service.index import search
+    app = make_app()
+    svc = app.extensions["calendar"]
+    c = Content(repo)
+    today = datetime.now(UTC).date()
+    long_series = [c.event(f"{today} {9 + n:02d}:00:00", f"{today} {9 + n:02d}:45:00", title=f"Daily class {n}",
+                           recurrence=["RRULE:FREQ=DAILY"]) for n in range(4)]
+    for n in range(20):
+        day = today + timedelta(days=n * 9)
+        c.event(f"{day} 18:00:00", f"{day} 19:00:00", title=f"Evening talk {n}")
+    c.commit()
+    indexed = Client(app.test_client(), None)
+    settle(svc, indexed, repo)
+    scanning = make_app()
+    scanning.extensions["calendar"].index = None
+    scanned = Client(scanning.test_client(), None)
+    base = svc.index._view.base
+    occurrences_each = len(base.owned[long_series[0]])
+    assert occurrences_each > 700
+    edits = [0, 1, 2, 3, 0, 0, 2, 0]   # four distinct series (~3,000 occurrences), the first one four times
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    with open(Path(paths["index_dir"]) / "writer.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for round_, k in enumerate(edits):
+                sid = long_series[k]
+                path = c.paths[sid]
+                c.pending[path] = (repo.root / path).read_text().replace(
+                    f"title: {c.events[sid]['title']}", f"title: Renamed {words[round_]} class")
+                c.events[sid]["title"] = f"Renamed {words[round_]} class"
+                c.commit(f"edit series {sid}")
+                for params in ({}, {"search": f"renamed {words[round_]}", "per_page": 50, "page": 3},
+                               {"start_date": str(today + timedelta(days=300)), "per_page": 20}):
+                    a, b = indexed.get("/events", query_string=params), scanned.get("/events", query_string=params)
+                    assert a.status_code == b.status_code == 200, (round_, params)
+                    ja, jb = a.get_json(), b.get_json()
+                    assert (ja["total"], ja["events"]) == (jb["total"], jb["events"]), (round_, params)
+                view = svc.index._view
+                assert view.commit == repo.head(), f"round {round_}: the list did not come from a derived generation"
+                assert view.base is base, f"round {round_}: the base was read again"
+            assert len(view.extra) > search.MAX_EXTRA   # more occurrences than the old limit counted
+            assert indexed.get("/events", query_string={"search": "renamed hotel"}).get_json()["total"] == occurrences_each
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    settle(svc, indexed, repo)
