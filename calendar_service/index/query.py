@@ -227,10 +227,12 @@ def _page_rids(base: BaseView, matched: BitMap, extra: list, first: int, want: i
     rids = base.rids
     if not extra:
         return [rids[p] for p in matched[first:want]]
-    placed = []   # each changed event's index in the merged order
+    placed = []   # each changed event's index in the merged order (strictly increasing)
     for j, x in enumerate(extra):
         before = base.position_after(x.key)
         placed.append((matched.rank(before - 1) if before > 0 else 0) + j)
+        if placed[-1] >= want:
+            break   # the later ones come after the page (a series' edit costs by the page, not its occurrences)
     out = []
     e = bisect.bisect_left(placed, first)
     for g in range(first, want):
