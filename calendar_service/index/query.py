@@ -64,9 +64,9 @@ def _file_ids(base: BaseView, matched: BitMap, extra: list[ExtraDoc]) -> list[in
     """``EventQuery.files``: the ids of the files with a match, each once, in the list order of
     its first match. Costs by the files, not by the occurrences: a series' first match is the
     smallest of its positions that matched."""
-    firsts = matched - base.occurrence_positions if base.owned else matched
+    firsts = matched
     if base.owned and matched:
-        firsts = BitMap(firsts)
+        firsts = matched - base.occurrence_positions   # the single events
         for held in base.owned.values():
             mine = held & matched
             if mine:
