@@ -132,7 +132,7 @@ def _run_size(size: int, options, today: date, out: Path) -> dict:
     entry["wall_s"] = time.perf_counter() - started
     # the id and slug lists are large and only needed by the serve phase
     if "build" in entry:
-        for key in ("listed", "search_words", "category_ids", "tag_ids", "venue_ids", "organizer_ids"):
+        for key in ("listed", "search_words", "category_ids", "tag_ids", "venue_ids", "organizer_ids", "series_ids"):
             entry["build"]["meta"].pop(key, None)
     if not options.keep:
         shutil.rmtree(work, ignore_errors=True)

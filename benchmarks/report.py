@@ -34,6 +34,8 @@ def table(size_result: dict) -> str:
     if s:
         lines += _request_lines(s)
     lines += [""] + target_lines(meta["events"], b, s)
+    if meta.get("series"):
+        lines += [""] + series_target_lines(meta, b, s)
     return "\n".join(lines)
 
 
@@ -216,6 +218,44 @@ def target_lines(size: int, b: dict, s: dict) -> list[str]:
             lines.append(f"{name:<{NAME_WIDTH + 6}} {'':>24} {'—':>16}  no goal at this size")
             continue
         text, met = _check(name, goal, b, s or {})
+        verdict = "not measured" if met is None else ("met" if met else "NOT MET")
+        lines.append(f"{name:<{NAME_WIDTH + 6}} {text:>24} {_goal_text(goal):>16}  {verdict}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- targets (issue 16)
+
+SERIES_WRITE_ROWS = ("write: update series file", "write: one occurrence")
+# name -> goal: lists, search and filters with series stay within the ratios the lists are held to
+# without series (issue 15's column); a write to a series within 1.5x bare git; a reindex with series
+# >= 2,000 files/s
+SERIES_TARGETS = {
+    "lists with series (default/category/search/deep page), p50": None,
+    "overlap window with series, p50": None,
+    "series write (update file / one occurrence), p50 of git": _le_ratio(1.5),
+    "full reindex with series (files/s)": ("rate", 2000),
+}
+
+
+def series_target_lines(meta: dict, b: dict, s: dict) -> list[str]:
+    """Issue 16's speed targets for a run with ``--series``: figure, goal, met or not."""
+    size = meta["events"]
+    column = next((i for i, limit in enumerate(TARGET_SIZES) if size <= limit), len(TARGET_SIZES) - 1)
+    list_goal, overlap_goal = (TARGETS[name][column] for name in TARGETS if name.startswith(("list /", "overlap")))
+    lines = [f"targets of recurring events ({meta['series']:,} weekly series beside {size:,} events)",
+             f"{'target':<{NAME_WIDTH + 6}} {'measured':>24} {'goal':>16}  result"]
+    for name, goal in SERIES_TARGETS.items():
+        if name.startswith("lists"):
+            goal = list_goal
+            text, met = _request_check(_rows_named(s or {}, LIST_ROWS), goal)
+        elif name.startswith("overlap"):
+            goal = overlap_goal
+            text, met = _request_check(_rows_named(s or {}, (OVERLAP_ROW,)), goal)
+        elif name.startswith("series write"):
+            text, met = _request_check(_rows_named(s or {}, SERIES_WRITE_ROWS), goal)
+        else:
+            value = b.get("reindex_docs_per_s")
+            text, met = ("not measured", None) if value is None else (f"{value:,.0f}/s", value >= goal[1])
         verdict = "not measured" if met is None else ("met" if met else "NOT MET")
         lines.append(f"{name:<{NAME_WIDTH + 6}} {text:>24} {_goal_text(goal):>16}  {verdict}")
     return lines

@@ -217,6 +217,7 @@ class ServePhase:
         commits_before = int(run_git(content, "rev-list", "--count", "HEAD").strip())
         self.creates()
         self.updates(floors)
+        self.series_writes(floors)
         self.concurrent_writers()
         commits_after = int(run_git(content, "rev-list", "--count", "HEAD").strip())
         self.result["write_commits"] = commits_after - commits_before
@@ -282,6 +283,50 @@ class ServePhase:
         after = {"name": "list: default, right after a write", **summary(list_after[WARMUP:]), "kind": "list",
                  "mode": "index", "errors": [], "floor_of": "list: default, first page"}
         after["floor_p50_ms"] = floors.get("list: default, first page", {}).get("p50_ms")
+        self.rows.append(after)
+        say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
+
+    def series_writes(self, floors: dict) -> None:
+        """With ``--series``: updates of series files (``recurrence_scope`` all, the default for a
+        series id) and edits of one occurrence (``recurrence_scope=this``: an exception in the
+        series' file), each a commit against the same git floor; and the default list right after
+        each occurrence edit (the generation derived from the edited series' occurrences)."""
+        ids = self.meta.get("series_ids") or []
+        if not ids:
+            return
+        runner = self.runner
+        count = min(len(ids) // 2, self.repeat + WARMUP + 1)
+        updated, edited = ids[:count], ids[-count:]
+
+        def update(k: int):
+            return runner.post(f"/events/{updated[k % count]}", {
+                "title": f"Updated Series {k}", "description": f"Series updated by the benchmark, round {k}. " * 8})
+
+        row, _ = runner.measure("write: update series file (POST to series id)", update, expect=200)
+        row["kind"], row["mode"], row["series_write"] = "write", "index", True
+        self.rows.append(row)
+        occurrences = []
+        for sid in edited:   # an occurrence after the first of each series (not timed)
+            listed = runner.get(f"/events/{sid}/occurrences", {"per_page": 3}).get_json()["events"]
+            occurrences += [e["id"] for e in listed if e["id"] != sid][:1]
+        list_after: list[float] = []
+
+        def edit(k: int):
+            return runner.post(f"/events/{occurrences[k % len(occurrences)]}", {
+                "title": f"Moved Occurrence {k}", "recurrence_scope": "this"})
+
+        def list_after_edit(k: int):
+            t1 = time.perf_counter()
+            runner.get("/events")
+            list_after.append((time.perf_counter() - t1) * 1000)
+
+        row, _ = runner.measure("write: one occurrence (recurrence_scope=this)", edit, expect=200,
+                                after=list_after_edit)
+        row["kind"], row["mode"], row["series_write"] = "write", "index", True
+        self.rows.append(row)
+        after = {"name": "list: default, right after an occurrence edit", **summary(list_after[WARMUP:]),
+                 "kind": "list", "mode": "index", "errors": [], "floor_of": "list: default, first page",
+                 "floor_p50_ms": floors.get("list: default, first page", {}).get("p50_ms")}
         self.rows.append(after)
         say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
 

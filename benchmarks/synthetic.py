@@ -161,7 +161,7 @@ def build_calendar(size: int, seed: int, today: date, series: int = 0) -> tuple[
         "bytes": sum(len(v) for v in cal.files.values()),
         "category_ids": category_ids, "tag_ids": tag_ids,
         "venue_ids": [v[0] for v in venues], "organizer_ids": [o[0] for o in organizers],
-        "listed": events.listed, "search_words": words,
+        "listed": events.listed, "search_words": words, "series_ids": events.listed_series,
     }
     meta["api_events"] = api_events(cal.by_kind)
     return cal.files, meta
@@ -238,6 +238,7 @@ class _Events:
         self.now = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
         self.first_day = today - timedelta(days=FIRST_EVENT_DAYS_AGO)
         self.listed: list[tuple[int, str]] = []  # (id, slug) of published events not hidden from listings
+        self.listed_series: list[int] = []       # ids of the published series not hidden from listings
         self.drafts = self.hidden = 0
 
     def _times(self) -> tuple[datetime, str, str, bool]:
@@ -304,6 +305,8 @@ class _Events:
         its first occurrence within the last three months, at a whole quarter hour."""
         rng = self.cal.rng
         self.add_one()
+        if self.listed and self.listed[-1][0] == self.cal.post_id:
+            self.listed_series.append(self.cal.post_id)
         data = self.cal.by_kind["events"][self.cal.post_id]
         day = datetime.combine(self.now.date() - timedelta(days=rng.randrange(90)), datetime.min.time())
         start = day + timedelta(hours=rng.randint(7, 21), minutes=rng.choice((0, 15, 30, 45)))

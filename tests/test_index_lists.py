@@ -118,3 +118,35 @@ def test_the_benchmark_prints_every_target_with_its_verdict():
     assert "<= 10x floor" in text and "5.00 ms" in text
     small = "\n".join(target_lines(1_000, {}, {"rows": rows}))
     assert "targets for 10,000 events (this run: 1,000)" in small and "overlap" in small
+
+
+def test_the_benchmark_prints_the_recurring_event_targets_with_series():
+    """With ``--series`` the table ends with issue 16's targets: lists and the overlap window held to
+    the lists' goals, the two series writes against 1.5x bare git, the reindex in files/s."""
+    from benchmarks.report import SERIES_TARGETS, series_target_lines, table
+
+    rows = [{"name": "list: default, first page", "mode": "index", "p50_ms": 2.0, "floor_p50_ms": 1.0},
+            {"name": "list: search + 1-year window", "mode": "index", "p50_ms": 7.0, "floor_p50_ms": 1.0},
+            {"name": "write: update series file (POST to series id)", "mode": "index", "p50_ms": 40.0,
+             "floor_p50_ms": 30.0},
+            {"name": "write: one occurrence (recurrence_scope=this)", "mode": "index", "p50_ms": 50.0,
+             "floor_p50_ms": 30.0}]
+    meta = {"events": 10_000, "series": 1_000}
+    lines = series_target_lines(meta, {"reindex_docs_per_s": 1500}, {"rows": rows})
+    assert lines[0].startswith("targets of recurring events (1,000 weekly series beside 10,000 events)")
+    assert len(lines) == 2 + len(SERIES_TARGETS)
+    verdict = {name: next(line for line in lines if line.startswith(name)).rsplit("  ", 1)[1]
+               for name in SERIES_TARGETS}
+    assert verdict["lists with series (default/category/search/deep page), p50"] == "NOT MET"   # 7x > 6x
+    assert verdict["overlap window with series, p50"] == "not measured"
+    assert verdict["series write (update file / one occurrence), p50 of git"] == "NOT MET"      # 50/30 > 1.5
+    assert verdict["full reindex with series (files/s)"] == "NOT MET"
+    assert "1.3x / 1.7x" in "\n".join(lines) and "1,500/s" in "\n".join(lines)
+    assert series_target_lines(meta, {"reindex_docs_per_s": 2500}, {"rows": rows[:3]})[-1].endswith("  met")
+    build = {"meta": {**meta, "venues": 1, "organizers": 1, "categories": 1, "tags": 1, "drafts": 0, "hidden": 0,
+                      "files": 11_000, "bytes": 1}, "generate_s": 1.0, "commit_s": 1.0, "floor_bulk_commit_s": 1.0,
+             "snapshot_s": 1.0, "reindex_s": 1.0, "reindex_docs_per_s": 2500, "loose_objects": 0, "peak_rss_mb": 1.0,
+             "index_mb": 1.0}
+    assert "targets of recurring events" in table({"build": build, "seed": 1})
+    assert "targets of recurring events" not in table({"build": {**build, "meta": {**build["meta"], "series": 0}},
+                                                       "seed": 1})

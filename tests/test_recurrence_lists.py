@@ -6,6 +6,7 @@ against the scanning fallback.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -265,6 +266,87 @@ def test_index_and_scanning_agree_with_series(make_app, repo):
         indexed.get("/events")
 
 
+def _files_of_list(client: Client, params: dict) -> tuple[list[int], int]:
+    """The ids of the files the JSON list (every page) shows, each once in the order of its first
+    listed event or occurrence, and the list's total."""
+    out, page = {}, 1
+    while True:
+        r = client.get("/events", query_string={**params, "page": page, "per_page": 50})
+        if r.status_code != 200:
+            return list(out), 0
+        body = r.get_json()
+        for e in body["events"]:
+            split = split_occurrence_id(e["id"])
+            out.setdefault(split[0] if split else e["id"], None)
+        if page >= body["total_pages"]:
+            return list(out), body["total"]
+        page += 1
+
+
+def _files_of_feed(client: Client, params: dict) -> tuple[list[int], int]:
+    """The UIDs' ids of an unpaged feed in order (a series' exception VEVENTs share its UID) and X-TEC-Total."""
+    r = client.get("/events", query_string={**params, "ical": 1})
+    assert r.status_code == 200, r.data[:300]
+    uids = [line.split(":", 1)[1].split("@")[0] for line in r.get_data(as_text=True).splitlines()
+            if line.startswith("UID:")]
+    return [int(u) for u in dict.fromkeys(uids)], int(r.headers["X-TEC-Total"])
+
+
+def test_the_unpaged_feed_holds_each_file_the_list_shows_once_in_list_order(make_app, repo):
+    """The unpaged feed asks the index (or the scanning fallback) for files, not occurrences: it
+    must hold exactly the files of the JSON list's events and occurrences, each once, in the order
+    of its first occurrence in the list (whatever the window and filters, an exception that
+    retitles, moves, hides or features one occurrence included), with the list's total."""
+    rng = random.Random(1616)
+    app = make_app()
+    svc = app.extensions["calendar"]
+    c = Content(repo)
+    cat = c.category("Talks")
+    today = datetime.now(UTC).date()
+    for _ in range(25):
+        _random_series(rng, c, today, cat)
+    for n in range(30):
+        day = today + timedelta(days=rng.randint(-20, 80))
+        c.event(f"{day} {rng.randint(0, 23):02d}:00:00", f"{day} 23:30:00", title=rng.choice(["Lecture", "Talk"]),
+                featured=rng.random() < 0.3 or None, categories=[cat] if rng.random() < 0.3 else None)
+    c.commit()
+    scanning = make_app()
+    scanning.extensions["calendar"].index = None
+    indexed, scanned = Client(app.test_client(), None), Client(scanning.test_client(), None)
+    admin_i, admin_s = Client(app.test_client(), "administrator"), Client(scanning.test_client(), "administrator")
+    settle(svc, indexed, repo)
+    checked = 0
+    for round_ in range(2):
+        for _ in range(25):
+            p = {}
+            if rng.random() < 0.7:
+                p["start_date"] = str(today + timedelta(days=rng.randint(-40, 60)))
+            if rng.random() < 0.5:
+                p["end_date"] = str(today + timedelta(days=rng.randint(0, 200)))
+            if rng.random() < 0.3:
+                p["starts_after"] = str(today + timedelta(days=rng.randint(-10, 30)))
+            if rng.random() < 0.3:
+                p["search"] = rng.choice(["lect", "moved", "yoga", "choir"])
+            if rng.random() < 0.2:
+                p["categories"] = str(cat)
+            if rng.random() < 0.2:
+                p["featured"] = rng.choice(["true", "false"])
+            admin = rng.random() < 0.3
+            expected = _files_of_list(admin_i if admin else indexed, p)
+            if not expected[1]:
+                continue
+            checked += bool(expected[0])
+            assert _files_of_feed(admin_i if admin else indexed, p) == expected, (round_, p)
+            assert _files_of_feed(admin_s if admin else scanned, p) == expected, (round_, p)
+        # an edit of one series: its occurrences are matched one by one beside the base
+        path = next(p for eid, p in c.paths.items() if c.events[eid].get("recurrence"))
+        c.pending[path] = (repo.root / path).read_text().replace("title: ", "title: Renamed ", 1)
+        c.commit("edit a series")
+        indexed.get("/events")
+        assert svc.index._view is not None and svc.index._view.extra, "the edit is in a derived generation"
+    assert checked > 20
+
+
 def test_the_first_occurrence_is_listed_under_the_series_id_and_read_as_the_series(cal):
     y = this_year() + 1
     sid = cal.content.event(f"{y}-06-01 10:00:00", f"{y}-06-01 11:00:00", tz="UTC", title="Course",
@@ -276,3 +358,59 @@ def test_the_first_occurrence_is_listed_under_the_series_id_and_read_as_the_seri
         (sid, "Course: introduction"), (occurrence_id(sid, datetime(y, 6, 2, 10, 0)), "Course")]
     assert "post_parent" not in listed[0] and listed[1]["post_parent"] == sid
     assert cal.client().get(f"/events/{sid}").get_json()["title"] == "Course"
+
+
+def test_edits_of_long_daily_series_derive_generations_without_a_full_reload(make_app, repo, paths):
+    """A daily series without an end is ~730 occurrences over the 24-month horizon: a derived
+    generation counts its edit as one changed file (``search.MAX_EXTRA`` counts files), so several
+    such series edited, one of them again and again, keep being answered from generations derived
+    from the same base, with the scanning fallback's results. The index writer lock is held by the
+    test so that no background catch-up reads a new base meanwhile: every list must come from a
+    generation derived in the request, never from a full reload (which would need the lock)."""
+    import fcntl
+
+    from calendar_service.index import search
+    app = make_app()
+    svc = app.extensions["calendar"]
+    c = Content(repo)
+    today = datetime.now(UTC).date()
+    long_series = [c.event(f"{today} {9 + n:02d}:00:00", f"{today} {9 + n:02d}:45:00", title=f"Daily class {n}",
+                           recurrence=["RRULE:FREQ=DAILY"]) for n in range(4)]
+    for n in range(20):
+        day = today + timedelta(days=n * 9)
+        c.event(f"{day} 18:00:00", f"{day} 19:00:00", title=f"Evening talk {n}")
+    c.commit()
+    indexed = Client(app.test_client(), None)
+    settle(svc, indexed, repo)
+    scanning = make_app()
+    scanning.extensions["calendar"].index = None
+    scanned = Client(scanning.test_client(), None)
+    base = svc.index._view.base
+    occurrences_each = len(base.owned[long_series[0]])
+    assert occurrences_each > 700
+    edits = [0, 1, 2, 3, 0, 0, 2, 0]   # four distinct series (~3,000 occurrences), the first one four times
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    with open(Path(paths["index_dir"]) / "writer.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for round_, k in enumerate(edits):
+                sid = long_series[k]
+                path = c.paths[sid]
+                c.pending[path] = (repo.root / path).read_text().replace(
+                    f"title: {c.events[sid]['title']}", f"title: Renamed {words[round_]} class")
+                c.events[sid]["title"] = f"Renamed {words[round_]} class"
+                c.commit(f"edit series {sid}")
+                for params in ({}, {"search": f"renamed {words[round_]}", "per_page": 50, "page": 3},
+                               {"start_date": str(today + timedelta(days=300)), "per_page": 20}):
+                    a, b = indexed.get("/events", query_string=params), scanned.get("/events", query_string=params)
+                    assert a.status_code == b.status_code == 200, (round_, params)
+                    ja, jb = a.get_json(), b.get_json()
+                    assert (ja["total"], ja["events"]) == (jb["total"], jb["events"]), (round_, params)
+                view = svc.index._view
+                assert view.commit == repo.head(), f"round {round_}: the list did not come from a derived generation"
+                assert view.base is base, f"round {round_}: the base was read again"
+            assert len(view.extra) > search.MAX_EXTRA   # more occurrences than the old limit counted
+            assert indexed.get("/events", query_string={"search": "renamed hotel"}).get_json()["total"] == occurrences_each
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    settle(svc, indexed, repo)

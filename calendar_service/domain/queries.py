@@ -64,6 +64,10 @@ class EventQuery:
     horizon: datetime | None = None
     # only this event, or this series' occurrences (``GET /events/{id}/occurrences``)
     owner: int | None = None
+    # the matching FILES, not occurrences (an unpaged iCalendar feed): each event file once, a
+    # series as its own record at the place of its first matching occurrence; ``total`` still
+    # counts the matching occurrences, ``page``/``per_page`` slice the files
+    files: bool = False
 
 
 @dataclass
@@ -267,10 +271,19 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
     include = set(q.include) if q.include is not None else None
     candidates = snapshot.all(EVENTS) if q.owner is None else \
         [e for e in (snapshot.get(EVENTS, q.owner),) if e is not None]
+    first_only = q.files and q.near is None   # a series' first match places it, the rest only count
+    uncounted = 0
     for event in candidates:
         data = event.data
         if data.get("recurrence"):
-            selected.extend(_occurrences(snapshot, event, q, user, words, include, site_tz))
+            found = _occurrences(snapshot, event, q, user, words, include, site_tz)
+            if first_only:
+                first = next(found, None)
+                if first is not None:
+                    selected.append((first[0], event))
+                    uncounted += sum(1 for _ in found)
+                continue
+            selected.extend(found)
             continue
         if not _passes(snapshot, event, q, user, words, include):
             continue
@@ -287,9 +300,28 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
         lat, lng = q.near
         selected = [(key, _made(item)) for key, item in selected]
         selected.sort(key=lambda pair: _distance(snapshot, pair[1], lat, lng))
+    if q.files:
+        return _files_page(snapshot, [e for _, e in selected], len(selected) + uncounted, q)
     page = _page([e for _, e in selected], q.page, q.per_page)
     page.items = [_made(item) for item in page.items]
     return page
+
+
+def _files_page(snapshot: Snapshot, items: list, total: int, q: EventQuery) -> Page:
+    """``EventQuery.files``: each file of ``items`` (events, series, occurrences) once, in the
+    order of its first item; ``total`` is the number of matching occurrences."""
+    files: dict[int, Record] = {}
+    for item in items:
+        if isinstance(item, tuple):             # (series record, series, occurrence)
+            record = item[0]
+        elif getattr(item, "series_id", 0):     # an occurrence record
+            record = snapshot.get(EVENTS, item.series_id)
+        else:
+            record = item
+        if record is not None:
+            files.setdefault(record.id, record)
+    first = (q.page - 1) * q.per_page
+    return Page(list(files.values())[first:first + q.per_page], total, q.page, q.per_page)
 
 
 def _distance(snapshot: Snapshot, event: Record, lat: float, lng: float) -> float:

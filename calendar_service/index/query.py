@@ -14,7 +14,8 @@ from pyroaring import BitMap
 from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
                                              text_matches)
-from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.recurrence.ids import ID_BASE, MINUTE_BITS
+from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.index.view import BaseView, ExtraDoc, IndexView, bound_range
 
@@ -43,6 +44,8 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
     if extra:
         extra = [x for x in extra if _dates_pass(x, q, emin, emax)]
     total = len(matched) + len(extra)
+    if q.files:
+        return _files_page(snapshot, q, _file_ids(base, matched, extra), total)
     rids = _page_rids(base, matched, extra, first, min(first + q.per_page, total))
     return _page(view, snapshot, q, rids, total)
 
@@ -50,6 +53,40 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
 def _page(view: IndexView, snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
     items = [occurrences.listed_record(snapshot, rid, view.site_tz) for rid in rids]
     return Page([r for r in items if r is not None], total, q.page, q.per_page)
+
+
+def owner_of(rid: int) -> int:
+    """The id of the file a served id comes from: the series id of an occurrence id, else itself."""
+    return (rid - ID_BASE) >> MINUTE_BITS if ID_BASE <= rid < ID_BASE << 1 else rid
+
+
+def _file_ids(base: BaseView, matched: BitMap, extra: list[ExtraDoc]) -> list[int]:
+    """``EventQuery.files``: the ids of the files with a match, each once, in the list order of
+    its first match. Costs by the files, not by the occurrences: a series' first match is the
+    smallest of its positions that matched."""
+    firsts = matched
+    if base.owned and matched:
+        firsts = matched - base.occurrence_positions   # the single events
+        for held in base.owned.values():
+            mine = held & matched
+            if mine:
+                firsts.add(mine.min())
+    rids, starts, pubs = base.rids, base.starts, base.pubs
+    keyed = [((starts[p], pubs[p], rids[p]), owner_of(rids[p])) for p in firsts]
+    if extra:
+        seen = set()
+        for x in extra:   # in list order: the first document of a file is its first match
+            if x.owner not in seen:
+                seen.add(x.owner)
+                keyed.append((x.key, x.owner))
+        keyed.sort(key=lambda pair: pair[0])
+    return [owner for _, owner in keyed]
+
+
+def _files_page(snapshot: Snapshot, q: EventQuery, ids: list[int], total: int) -> Page:
+    first = (q.page - 1) * q.per_page
+    records = (snapshot.get(EVENTS, rid) for rid in ids[first:first + q.per_page])
+    return Page([r for r in records if r is not None], total, q.page, q.per_page)
 
 
 def _included(view: IndexView, snapshot: Snapshot, q: EventQuery, matched: BitMap, extra: list, first: int) -> Page:
@@ -65,6 +102,8 @@ def _included(view: IndexView, snapshot: Snapshot, q: EventQuery, matched: BitMa
         if slot is not None and slot in matched:
             found.append((base.pubs[slot], rid))
     found.sort()
+    if q.files:
+        return _files_page(snapshot, q, list(dict.fromkeys(owner_of(rid) for _, rid in found)), len(found))
     return _page(view, snapshot, q, [rid for _, rid in found[first:first + q.per_page]], len(found))
 
 
@@ -188,10 +227,12 @@ def _page_rids(base: BaseView, matched: BitMap, extra: list, first: int, want: i
     rids = base.rids
     if not extra:
         return [rids[p] for p in matched[first:want]]
-    placed = []   # each changed event's index in the merged order
+    placed = []   # each changed event's index in the merged order (strictly increasing)
     for j, x in enumerate(extra):
         before = base.position_after(x.key)
         placed.append((matched.rank(before - 1) if before > 0 else 0) + j)
+        if placed[-1] >= want:
+            break   # the later ones come after the page (a series' edit costs by the page, not its occurrences)
     out = []
     e = bisect.bisect_left(placed, first)
     for g in range(first, want):

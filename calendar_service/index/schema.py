@@ -98,16 +98,28 @@ def event_document(record: Record, site_tz) -> dict:
 def event_documents(record: Record, site_tz, until) -> list[dict]:
     """The documents the lists match one by one for an event changed since the base was read:
     the event's, or one per occurrence of a series up to ``until`` (each with ``owner``, the id
-    of the file's record)."""
+    of the file's record). A series' plain occurrences share its document but for their id,
+    times and parent (one analysis of the file, not one per occurrence: a long series' edit
+    costs little more than a single event's)."""
     if not record.data.get("recurrence"):
         return [event_document(record, site_tz)]
-    tokens = record.__dict__.get("_tokens") or frozenset(analyse(event_text(record)))
+    entries = occurrence_entries(record, site_tz, until)
+    if not entries:
+        return []
+    shared = event_document(record, site_tz)
+    flags = [f for f in shared.pop("flags", "").split(",") if f and f != SERIES_FLAG]
+    if flags:
+        shared["flags"] = ",".join(flags)
+    shared.pop("parent", None)
+    shared["owner"] = record.id
     out = []
-    for occ in occurrences.occurrences_of(record, site_tz, until):
-        if not occ.special:
-            occ.__dict__["_tokens"] = tokens
-        doc = event_document(occ, site_tz)
-        doc["owner"] = record.id
+    for served, start, end, parent, doc in entries:
+        if doc is None:
+            doc = {**shared, "rid": served, "rid_key": str(served), "start": start, "end": end}
+            if parent is not None:
+                doc["parent"] = parent
+        else:
+            doc["owner"] = record.id
         out.append(doc)
     return out
 

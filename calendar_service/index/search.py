@@ -48,11 +48,14 @@ MAX_RETIRED = 4
 WRITER_TIMEOUT_SECONDS = 30  # how long an update waits for Whoosh's own write lock
 BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more memory, fewer temporary runs)
 # A generation derived from the previous one keeps its changed events apart (matched one by one):
-# from REBASE_EXTRA of them on, a new base is read from the index on disk in the background; past
-# MAX_EXTRA the request reads it itself.
+# from REBASE_EXTRA documents on (what every list pays for), a new base is read from the index on
+# disk in the background. The request reads it itself only past MAX_EXTRA changed FILES (what
+# deriving a generation costs: a series' occurrences share its document, so an edit of a long
+# series counts as one file), or past MAX_EXTRA_DOCS documents (lists would match too many one by one).
 REBASE_EXTRA = 200
 FOLLOW_DELAY_SECONDS = 0.1   # the index on disk follows a new generation after this pause
 MAX_EXTRA = 2000
+MAX_EXTRA_DOCS = 50_000
 # ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
 REBUILD_SHARE = 4
 PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
@@ -205,7 +208,7 @@ class SearchIndex:
     def _advance(self, view: IndexView, snapshot: Snapshot, store) -> IndexView | None:
         """The generation for ``snapshot`` derived from ``view``; None when a full read is due."""
         paths = changes_since(view.commit, snapshot, store)
-        if paths is None or len(view.extra) + len(paths) > MAX_EXTRA:
+        if paths is None or len(view.extra_by_path) + len(paths) > MAX_EXTRA or len(view.extra) > MAX_EXTRA_DOCS:
             return None
         try:
             until = view.base.horizon

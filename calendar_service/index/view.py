@@ -156,6 +156,7 @@ class BaseView:
             else:
                 self.members.setdefault(d, BitMap()).add(i)
         self._series_docs = BitMap(series_docs)
+        self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
         self.all = BitMap(range(self.size))
         # duration classes: (shortest, longest duration, positions), longest class last
         durations = [e - s for s, e in zip(self.starts, self.ends)]
@@ -316,13 +317,26 @@ class BaseView:
         return BitMap.union(BitMap(), *kept)
 
 
+def _split(shared: dict, text: str | None, sep: str | None) -> frozenset:
+    """The set of the words of ``text`` (split at ``sep``), kept in ``shared`` by its text."""
+    if not text:
+        return frozenset()
+    found = shared.get((sep, text))
+    if found is None:
+        found = shared[(sep, text)] = frozenset(text.split(sep))
+    return found
+
+
 class ExtraDoc:
     """The index document of an event changed since the base was read, as the lists match it."""
 
     __slots__ = ("rid", "owner", "path", "start", "end", "pub", "key", "status", "author", "flags", "parent", "refs",
                  "tokens")
 
-    def __init__(self, doc: dict):
+    def __init__(self, doc: dict, shared: dict | None = None):
+        """``shared`` (optional) keeps the parsed sets by their text, so the occurrences of one
+        series, whose documents share those texts, share the sets too."""
+        shared = {} if shared is None else shared
         self.rid = doc["rid"]
         self.owner = doc.get("owner", self.rid)   # the id of the file's record (a series' for an occurrence)
         self.path = doc["path"]
@@ -330,10 +344,10 @@ class ExtraDoc:
         self.key = (self.start, self.pub, self.rid)
         self.status = doc["status"]
         self.author = doc["author"]
-        self.flags = frozenset(doc["flags"].split(",")) if doc.get("flags") else frozenset()
+        self.flags = _split(shared, doc.get("flags"), ",")
         self.parent = doc.get("parent")
-        self.refs = {f: frozenset(doc[f].split(",")) for f in REFERENCE_FIELDS if doc.get(f)}
-        self.tokens = frozenset(doc.get("text", "").split())
+        self.refs = {f: _split(shared, doc[f], ",") for f in REFERENCE_FIELDS if doc.get(f)}
+        self.tokens = _split(shared, doc.get("text"), None)
 
     def has(self, field: str, term: str) -> bool:
         """Whether the document carries ``term`` in ``field`` (as the index's postings would)."""
@@ -394,8 +408,9 @@ class IndexView:
                 dead |= held
             record = snapshot.get(EVENTS, rid)
             if record is not None:
+                shared: dict = {}
                 for doc in document(record):   # one per occurrence of a series
-                    x = ExtraDoc(doc)
+                    x = ExtraDoc(doc, shared)
                     extra[x.rid] = x
         return IndexView(base, snapshot.commit, dead, extra, self.site_tz)
 

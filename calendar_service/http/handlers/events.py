@@ -1,15 +1,13 @@
 """The event list: its date window and filters, as JSON or as an iCalendar feed."""
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta, timezone
 
 from dateutil.relativedelta import relativedelta
 from flask import Response, request
 
 from calendar_service.http import errors
-from calendar_service.domain import dates, queries, recurrence
-from calendar_service.domain.recurrence.record import RecurrenceError, is_recurring, series_of
+from calendar_service.domain import dates, queries
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
 from calendar_service.http.call import Call
@@ -124,108 +122,39 @@ UNPAGED = 2**31 - 1   # per_page of a feed without page/per_page (pages are slic
 def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, object]]) -> Response:
     """The event list as an iCalendar feed: the same selection and order as the JSON list.
 
-    Without an explicit ``page`` or ``per_page`` the feed holds every matching event (one
-    page of them all); with either, exactly the JSON list's page, with the same headers.
-    A recurring series is one entry of the feed (its VEVENT carries the rule): it is in the
-    feed when any of its occurrences is in the window, also when its first one is before it.
+    Without an explicit ``page`` or ``per_page`` the feed holds every matching event file (one
+    page of them all): the index, or the scanning fallback, answers the files directly
+    (``EventQuery.files``), a series once, in the place of its first occurrence that matches the
+    window and the filters, also when its first one is before the window; no occurrence is
+    presented. With ``page`` or ``per_page``, exactly the JSON list's page, with the same
+    headers, each occurrence on it as its series (once).
     """
     paged = bool({"page", "per_page"} & call.present)
     if not paged:
-        # every match on one page: lists count a series' occurrences, so the number of files is no bound
-        query.page, query.per_page = 1, UNPAGED
+        # every matching file on one page (pages are sliced, never allocated)
+        query.page, query.per_page, query.files = 1, UNPAGED, True
     result = call.service.list_events(query, call.user, call.snapshot)
     if result.page > 1 and not result.items:
         raise errors.plugin_error("event-archive-page-not-found")
+    items = result.items
     if paged:
         if "ical" in call.present:
             echo = echo + [("ical", True)]  # following Link keeps the representation
         paging_links(call, echo, result.page, result.page * result.per_page < result.total,
                result.page > 1 and result.total > 0, EVENTS)
+        items = _series_of_items(call.snapshot, items)
     set_totals(call, result)
-    items = _with_series(call, query, result.items, whole=not paged)
     presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
     return ical_response(presenter.feed(items), "events.ics")
 
 
-def _series_or_self(snapshot, item):
-    """The series of a listed occurrence (its id names it), else the listed record itself."""
-    series_id = getattr(item, "series_id", 0)   # an occurrence record (domain/occurrences.py)
-    if series_id:
-        return snapshot.get(EVENTS, series_id) or item
-    split = recurrence.split_occurrence_id(item.id)
-    return snapshot.get(EVENTS, split[0]) if split else item
-
-
-_WINDOW = ("start", "end", "starts_before", "starts_after", "ends_before", "ends_after")
-
-
-def _with_series(call: Call, query: queries.EventQuery, items: list, whole: bool = True) -> list:
-    """The feed's events: the list's ``items`` with each occurrence replaced by its series (once).
-    For a ``whole`` feed (not one page), each series is kept only when one of its occurrences is
-    in the query's window, and the series the other filters select whose occurrences fall in the
-    window although their first one (the date the list compares) does not are added; in the
-    list's order (by the first occurrence in the window)."""
-    snapshot, tz = call.snapshot, call.service.site_tz
-    if not whole or query.include is not None:   # one page, or no window (the list has every series named)
-        out, seen = [], set()
-        for item in items:
-            record = _series_or_self(snapshot, item)
-            if record is not None and record.id not in seen:
-                seen.add(record.id)
-                out.append(record)
-        return out
-    months = getattr(call.service.settings, "recurrence_horizon", recurrence.DEFAULT_HORIZON_MONTHS)
-    horizon = recurrence.horizon_end(datetime.now(timezone.utc), months)
-    window = {key: getattr(query, key) for key in _WINDOW}
-
-    def in_window(record) -> tuple[bool, datetime | None]:
-        """Whether the record is a (readable) series, and the UTC start of its first occurrence in
-        the window (None when none is). A file whose recurrence cannot be read is the single event
-        it stores."""
-        try:
-            series = series_of(record, tz)
-        except RecurrenceError:
-            series = None
-        if series is None:
-            return False, None
-        occ = next(recurrence.occurrences(series, window["start"], window["end"], horizon,
-                                          starts_after=window["starts_after"], starts_before=window["starts_before"],
-                                          ends_after=window["ends_after"], ends_before=window["ends_before"]), None)
-        return True, None if occ is None else occ.start_utc
-
-    chosen: dict[int, tuple] = {}   # id -> (start in the window or None for a single event, record)
-    changed = False
+def _series_of_items(snapshot, items: list) -> list:
+    """A page's events with each occurrence replaced by its series (once, at its first place)."""
+    out, seen = [], set()
     for item in items:
-        record = _series_or_self(snapshot, item)
-        changed = changed or record is not item or record is None or record.id in chosen
-        if record is None or record.id in chosen:
-            continue
-        is_series, start = in_window(record)
-        if is_series and start is None:
-            changed = True
-            continue
-        chosen[record.id] = (start, record)
-    series_ids = snapshot.memo.get("recurring_event_ids")
-    if series_ids is None:
-        series_ids = [e.id for e in snapshot.all(EVENTS) if is_recurring(e)]
-        snapshot.memo["recurring_event_ids"] = series_ids
-    others = [i for i in series_ids if i not in chosen]
-    if others:   # the series the other filters select, whatever their dates
-        wider = dataclasses.replace(query, include=others, page=1, per_page=len(others), **dict.fromkeys(_WINDOW))
-        for record in call.service.list_events(wider, call.user, snapshot).items:
-            is_series, start = in_window(record)
-            if start is not None:
-                chosen[record.id] = (start, record)
-                changed = True
-    if not changed:
-        return items
-    entries = list(chosen.values())
-    if query.near is not None:
-        return [r for _, r in entries]   # by distance, as listed; the series added last
-
-    def order(entry):
-        start, record = entry
-        if start is None:
-            start = queries.utc_bounds(snapshot, record, tz)[0]
-        return (start, record.data.get("date_utc") or "", record.id)
-    return [r for _, r in sorted(entries, key=order)]
+        series_id = getattr(item, "series_id", 0)   # an occurrence record (domain/occurrences.py)
+        record = snapshot.get(EVENTS, series_id) if series_id else item
+        if record is not None and record.id not in seen:
+            seen.add(record.id)
+            out.append(record)
+    return out
