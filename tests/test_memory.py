@@ -78,3 +78,21 @@ def test_presented_records_are_right_for_every_host(paths, make_app):
                 assert event["rest_url"] == f"http://{host}/calendar/events/v1/events/7"
                 assert event["venue"]["url"].startswith(f"http://{host}/")
             assert single["json_ld"]["url"].startswith(f"http://{host}/")
+
+
+def test_a_record_keeps_its_search_words_as_one_compact_string_matched_by_word_beginnings():
+    from calendar_service.domain import queries
+    raw = (b"---\nid: 9\ntitle: Jazz Night\nslug: jazz-night\nstatus: publish\n"
+           b"start_date: '2030-01-01 20:00:00'\nend_date: '2030-01-01 23:00:00'\n---\n"
+           b"Saxophones and a double bass, jazz until late.\n")
+    record, _ = records.parse("events/jazz-night.md", raw)
+    words = queries.event_tokens(record)
+    assert isinstance(words, str) and words is queries.event_tokens(record)   # kept, not rebuilt
+    assert words.split() == sorted(set(words.split())) and "jazz" in words.split()
+    match = queries.text_matches
+    assert match(["jazz"], words) and match(["saxophon"], words) and match(["sax", "bass"], words)
+    assert not match(["azz"], words)          # inside a word: no match, as the index
+    assert not match(["jazz", "trumpet"], words)
+    assert [match(w, words) for w in (["jazz"], ["azz"], ["sax"])] == \
+        [match(w, frozenset(words.split())) for w in (["jazz"], ["azz"], ["sax"])]
+    assert queries.title_tokens(record).split() == ["jazz", "night"]

@@ -132,9 +132,19 @@ def search_words(text: str) -> list[str]:
     return analyse(text)
 
 
-def text_matches(words: list[str], tokens: frozenset) -> bool:
-    """Whether every word is one of ``tokens`` or the beginning of one (as the index matches)."""
+def text_matches(words: list[str], tokens) -> bool:
+    """Whether every word is one of ``tokens`` or the beginning of one (as the index matches).
+    ``tokens`` is a set of words, or a word string (``word_string``: a substring test each)."""
+    if isinstance(tokens, str):
+        return all(f" {w}" in tokens for w in words)
     return all(w in tokens or any(t.startswith(w) for t in tokens) for w in words)
+
+
+def word_string(words) -> str:
+    """Distinct analysed words as one string, each after a space (" concert jazz night"): the
+    compact form a record keeps (a tenth of a frozenset's memory), in which "a word begins with
+    ``w``" is the substring test ``" " + w in`` it."""
+    return "".join(f" {w}" for w in sorted(set(words)))
 
 
 def event_text(event: Record) -> str:
@@ -142,22 +152,22 @@ def event_text(event: Record) -> str:
     return " ".join(str(event.data.get(k) or "") for k in ("title", "excerpt", "description"))
 
 
-def event_tokens(event: Record) -> frozenset:
-    """The analysed words of an event's title, excerpt and description (kept on the record,
-    which is immutable for its blob)."""
-    tokens = event.__dict__.get("_tokens")
+def event_tokens(event: Record) -> str:
+    """The analysed words of an event's title, excerpt and description as a ``word_string``
+    (kept on the record, which is immutable for its blob; the scanning lists' search)."""
+    tokens = event.__dict__.get("_words")
     if tokens is None:
-        tokens = frozenset(analyse(event_text(event)))
-        event.__dict__["_tokens"] = tokens
+        tokens = word_string(analyse(event_text(event)))
+        event.__dict__["_words"] = tokens
     return tokens
 
 
-def title_tokens(event: Record) -> frozenset:
-    """The analysed words of an event's title alone (kept on the record)."""
-    tokens = event.__dict__.get("_title_tokens")
+def title_tokens(event: Record) -> str:
+    """The analysed words of an event's title alone, as a ``word_string`` (kept on the record)."""
+    tokens = event.__dict__.get("_title_words")
     if tokens is None:
-        tokens = frozenset(analyse(str(event.data.get("title") or "")))
-        event.__dict__["_title_tokens"] = tokens
+        tokens = word_string(analyse(str(event.data.get("title") or "")))
+        event.__dict__["_title_words"] = tokens
     return tokens
 
 
@@ -170,7 +180,7 @@ def protected_events(snapshot: Snapshot) -> list[Record]:
     return found
 
 
-def searchable_tokens(event: Record, unlocked) -> frozenset:
+def searchable_tokens(event: Record, unlocked) -> str:
     """The words a search may match an event on: all of its text, or only its title when it is
     password-protected and the caller may not see the protected fields (as WordPress keeps
     protected text out of searches), so a search never reveals a word of hidden text."""

@@ -1,0 +1,74 @@
+"""Whoosh's segment files read in place, without a private copy of each.
+
+Whoosh maps a compound segment file (``*.seg``) into memory and hands each part of it (terms,
+postings, columns) to a ``BufferFile``, which reads positioned values from the mapping but also
+copies the whole part into a ``BytesIO`` for its sequential reads: the terms and postings of a
+10,000-event index cost 4 MB of copies in every process serving it (about 40 MB at 100,000),
+on top of the mapped pages the page cache shares between processes. ``SegmentPart`` gives
+``BufferFile`` the same sequential reads over the mapping itself; installed once on import
+(``whoosh.filedb.compound`` builds its buffer files through this name).
+"""
+from __future__ import annotations
+
+import os
+
+from whoosh.filedb import compound, structfile
+
+
+class MappedReader:
+    """A read-only file over a buffer (``read``, ``seek``, ``tell``), without copying it."""
+
+    __slots__ = ("_buf", "_pos")
+
+    def __init__(self, buf):
+        self._buf = buf
+        self._pos = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        start, length = self._pos, len(self._buf)
+        end = length if size is None or size < 0 else min(start + size, length)
+        if end <= start:
+            return b""
+        self._pos = end
+        return bytes(self._buf[start:end])
+
+    def readline(self, size: int | None = -1) -> bytes:
+        rest = bytes(self._buf[self._pos:]) if size is None or size < 0 else bytes(self._buf[self._pos:self._pos + size])
+        cut = rest.find(b"\n")
+        line = rest if cut < 0 else rest[:cut + 1]
+        self._pos += len(line)
+        return line
+
+    def seek(self, pos: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_CUR:
+            pos += self._pos
+        elif whence == os.SEEK_END:
+            pos += len(self._buf)
+        if pos < 0:
+            raise ValueError(f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._buf = b""   # the mapping is released when the segment closes
+
+
+class SegmentPart(structfile.BufferFile):
+    """``BufferFile`` reading through ``MappedReader`` instead of a ``BytesIO`` copy."""
+
+    def __init__(self, buf, name=None, onclose=None):
+        self._buf = buf
+        self._name = name
+        self.file = MappedReader(buf)
+        self.onclose = onclose
+        self.is_real = False
+        self.is_closed = False
+
+
+compound.BufferFile = SegmentPart

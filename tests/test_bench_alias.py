@@ -1,0 +1,34 @@
+"""`python -m calendar_service.bench` runs the benchmark (benchmarks/bench.py) from a checkout, and
+says what to do where benchmarks/ is not importable (an installed wheel ships only the package)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(cwd)
+    return subprocess.run([sys.executable, "-m", "calendar_service.bench", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_alias_runs_the_benchmarks_own_command_line():
+    done = _run(ROOT, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--sizes" in done.stdout and "--budget" in done.stdout and "--profile" in done.stdout
+
+
+def test_without_the_benchmarks_folder_the_alias_says_why_and_fails(tmp_path):
+    # what an installed wheel holds: the package alone
+    shutil.copytree(ROOT / "calendar_service", tmp_path / "calendar_service",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    done = _run(tmp_path, "--sizes", "1000")
+    assert done.returncode == 2
+    assert "benchmarks/" in done.stderr and "checkout" in done.stderr
+    assert "Traceback" not in done.stderr
