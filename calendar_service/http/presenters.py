@@ -233,8 +233,7 @@ class Presenter:
         if entry is False:
             entry = None
             if not self.involves_password(record):
-                built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-                entry = (to_json(built), _stored_lineage(built))
+                entry = self._lasting_entry(key, record, single)
             self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
         if entry is None:
             return to_json(self._build(record, single))
@@ -242,6 +241,24 @@ class Presenter:
         if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
             return to_json(_with_urls(json.loads(text), self.urls))
         return _text_with_urls(text, self.urls)
+
+    def _lasting_entry(self, key: tuple, record: Record, single: bool) -> tuple[str, bool]:
+        """The (text, lineage) entry of ``present_json``, taken from an earlier commit's when the
+        record and everything its text shows of other records are still the same (after a write,
+        the events a page lists mostly are): the records themselves (a changed file is a new
+        record), the embedded terms' counts and parents."""
+        basis = _basis(self, record) if key[-1] is None else None   # an occurrence is made per request
+        lasting = self.snapshot.lasting
+        if basis is not None:
+            found = lasting.get(key)
+            if found is not None and len(found[0]) == len(basis) and all(
+                    a is b or (type(a) is int and a == b) for a, b in zip(found[0], basis)):
+                return found[1]
+        built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
+        entry = (to_json(built), _stored_lineage(built))
+        if basis is not None:
+            lasting.put(key, (basis, entry), len(entry[0]))
+        return entry
 
     def _build(self, record: Record, single: bool) -> dict:
         resource = record.resource
@@ -440,3 +457,22 @@ class Presenter:
             "id": record.id,
             "urls": self._term_urls(record),
         }
+
+
+def _basis(presenter: "Presenter", record: Record) -> tuple:
+    """What ``presenter``'s presented ``record`` shows: the record, the records it embeds for its caller
+    (with how many of each kind) and the counts and parents of the terms among them."""
+    parts: list = [record]
+    if record.resource is EVENTS:
+        for key in ("venue", "organizer", "categories", "tags"):
+            found = presenter.refs(record, key)
+            parts.append(len(found))
+            parts.extend(found)
+            if key in ("categories", "tags"):
+                for term in found:
+                    parts.append(presenter.term_count(term))
+                    parts.append(presenter.snapshot.parent_id(term) if term.resource is CATEGORIES else 0)
+    elif record.resource.kind == "term":
+        parts.append(presenter.term_count(record))
+        parts.append(presenter.snapshot.parent_id(record) if record.resource is CATEGORIES else 0)
+    return tuple(parts)
