@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timezone
@@ -67,16 +68,19 @@ def to_json(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def _stored_lineage(obj) -> bool:
-    """Whether a presented object (or one it embeds) has a global_id_lineage beyond its own global_id."""
-    if isinstance(obj, dict):
-        lineage = obj.get("global_id_lineage")
-        if isinstance(lineage, list) and len(lineage) > 1:
-            return True
-        return any(_stored_lineage(v) for v in obj.values() if isinstance(v, (dict, list)))
-    if isinstance(obj, list):
-        return any(_stored_lineage(v) for v in obj if isinstance(v, (dict, list)))
-    return False
+REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
+
+
+_LINEAGE = '"global_id_lineage":['
+_ONE_ENTRY = re.compile(r'"global_id_lineage":\["[^"\\]*"\]')   # a list of one plain string
+
+
+def _stored_lineage(text: str) -> bool:
+    """Whether the JSON text of a presented object (or of one it embeds) may hold a
+    global_id_lineage beyond its own global_id: any such list but one of a single plain
+    string (read from the text: walking the object was a quarter of presenting an event)."""
+    count = text.count(_LINEAGE)
+    return count > 0 and len(_ONE_ENTRY.findall(text)) != count
 
 
 def _text_with_urls(text: str, urls: Urls) -> str:
@@ -169,10 +173,18 @@ class Presenter:
         self.unlocked = unlocked
         self.user = user
         self.viewer = permissions.viewer(user)
+        self._refs: dict = {}   # (id of a record, key) -> (the record, its refs): asked several times per event
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
-        return [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
+        found = self._refs.get((id(record), key))
+        if found is not None and found[0] is record:
+            return found[1]
+        refs = [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
+        if len(self._refs) >= REFS_REMEMBERED:   # a feed presents thousands of events: a page's worth is enough
+            self._refs.clear()
+        self._refs[(id(record), key)] = (record, refs)
+        return refs
 
     def _guard(self, record: Record, obj: dict) -> dict:
         if record.data.get("password") and not self.unlocked(record):
@@ -254,8 +266,11 @@ class Presenter:
             if found is not None and len(found[0]) == len(basis) and all(
                     a is b or (type(a) is int and a == b) for a, b in zip(found[0], basis)):
                 return found[1]
-        built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-        entry = (to_json(built), _stored_lineage(built))
+        builder = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)
+        builder._refs = self._refs   # the same caller and snapshot: the same refs
+        built = builder._build(record, single)
+        text = to_json(built)
+        entry = (text, _stored_lineage(text))
         if basis is not None:
             lasting.put(key, (basis, entry), len(entry[0]))
         return entry
