@@ -31,6 +31,9 @@ CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files ch
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 # the modules that decide what a parsed record holds: a cache written by other code is ignored
 PARSING_MODULES = ("records.py", "resources.py", "dates.py")
+# the layout of the cache file (a whole snapshot per commit): part of its version, so that code
+# expecting another layout ignores it
+CACHE_FORMAT = b"snapshot-2"
 
 
 def load_directory(root) -> Snapshot:
@@ -62,7 +65,7 @@ def load_directory(root) -> Snapshot:
 @functools.cache
 def cache_version() -> str:
     """A hash of the code that parses record files, computed once when first needed."""
-    digest = hashlib.sha1()
+    digest = hashlib.sha1(CACHE_FORMAT)
     for name in PARSING_MODULES:
         digest.update((Path(records.__file__).parent / name).read_bytes())
     return digest.hexdigest()
