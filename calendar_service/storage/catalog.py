@@ -187,8 +187,14 @@ class Catalog:
         author_of = self.author_of
         for path, (blob, record, problems) in files.items():
             facts = file_dates.get(path) if record is not None else None
-            if facts is not None:
-                records.apply_history(record, *facts, author_of=author_of)
+            if facts is None:
+                continue
+            data = record.data
+            # what ``apply_history`` would leave as it is, told apart without calling it: a file
+            # that has its dates and author and was written by the commit that added it
+            if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
+                continue
+            records.apply_history(record, *facts, author_of=author_of)
 
         def seniority(paths):
             return entry_order(self.store, commit, paths)

@@ -177,9 +177,8 @@ class Recovery:
     def remove_temporary_files(self) -> None:
         """Delete the temporary files a killed write leaves (next to record files, and the journal's)."""
         for folder in CONTENT_FOLDERS:
-            try:   # one listing, names compared in C (a glob matched every name in Python)
-                with os.scandir(self.root / folder) as entries:
-                    leftovers = [entry.name for entry in entries if entry.name.startswith(WORKTREE_TEMP_PREFIX)]
+            try:   # one listing of names (a glob matched every name in Python)
+                leftovers = [name for name in os.listdir(self.root / folder) if name.startswith(WORKTREE_TEMP_PREFIX)]
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for name in leftovers:
