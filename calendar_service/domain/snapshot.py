@@ -91,16 +91,62 @@ def _all_distinct(records: list[Record]) -> bool:
     return all(len(set(values)) == len(values) for values in (*ids.values(), *slugs.values()))
 
 
+def index_refs(events: list[Record], refs: dict, published_refs: dict) -> None:
+    """Enter the references of ``events`` in ``refs`` and ``published_refs`` (a snapshot's full
+    build: the same as ``Snapshot._add`` per event, in one loop without copies)."""
+    for record in events:
+        data, rid = record.data, record.id
+        published = (data.get("status") or "publish") == "publish"
+        for key in REF_KEYS:
+            values = data.get(key)
+            if not values:
+                continue
+            for ref in values:
+                if isinstance(ref, int):
+                    term = f"#{ref}"
+                elif isinstance(ref, str) and ref:
+                    term = f"s:{ref}"
+                else:
+                    continue
+                pair = (key, term)
+                found = refs.get(pair)
+                if found is None:
+                    found = refs[pair] = set()
+                found.add(rid)
+                if published:
+                    found = published_refs.get(pair)
+                    if found is None:
+                        found = published_refs[pair] = set()
+                    found.add(rid)
+
+
+def _by_resource(parsed: list[Record]) -> tuple[dict, dict]:
+    """(resource -> its records in order, resource -> {id: record})."""
+    groups: dict[Resource, list[Record]] = {}
+    for record in parsed:
+        group = groups.get(record.resource)
+        if group is None:
+            group = groups[record.resource] = []
+        group.append(record)
+    return groups, {resource: {record.data.get("id"): record for record in group} for resource, group in groups.items()}
+
+
 class Snapshot:
     """Every record at one commit."""
 
     def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
-                 changed: set[str] | None = None, seniority=None, claims: dict | None = None):
+                 changed: set[str] | None = None, seniority=None, claims: dict | None = None,
+                 restored: dict | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
         self.claims = claims or {}
         self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
+        # derived values kept across the commits derived from one another, each stored with what it
+        # was derived from (the records themselves) and used only while that is unchanged
+        self.lasting = previous.lasting if previous is not None else Memo()
+        self._counts: dict = {}   # (reference key, term id, slug) -> published events naming the term
+        self._touched: set | None = None
         # (previous commit, paths changed since) when derived from a previous snapshot: the search
         # index derives its next generation from the same changes
         self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
@@ -108,6 +154,10 @@ class Snapshot:
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
         self._seniority = seniority
+        # the derived maps of this same commit as ``derived()`` gave them (the catalog's cache):
+        # a full build takes them instead of computing them again
+        self._restored = restored
+        self.distinct = False   # no two records share an id or a slug (the maps were built without a claims map)
         self.unassigned: list[Record] = []   # parsed files without an id: the service gives them one
         self.displaced: list[tuple[Record, Record]] = []  # (file, the older file holding its id)
         self.reslugged: list[tuple[Record, Record]] = []  # (file, the older file holding its slug)
@@ -133,8 +183,11 @@ class Snapshot:
         self._copied = None   # a full build owns every set it makes: nothing to copy first
         self.unassigned, self.displaced, self.reslugged = [], [], []
         ids, by_id, by_slug = self.ids, self.by_id, self.by_slug
+        ordered = self._in_order()
+        if self.distinct and self._build_distinct(ordered):
+            return
         added: list[Record] = []
-        for record in self._in_order():
+        for record in ordered:
             if record.id is None:
                 self.unassigned.append(record)
                 continue
@@ -159,46 +212,42 @@ class Snapshot:
             by_slug[resource.name][record.slug] = record
             if resource is EVENTS:
                 added.append(record)
-        self._index_refs(added)
+        index_refs(added, self.refs_index, self.published_refs)
         self.unassigned.sort(key=lambda r: r.path)
         self.displaced.sort(key=lambda pair: pair[0].path)
         self.reslugged.sort(key=lambda pair: pair[0].path)
 
-    def _index_refs(self, events: list[Record]) -> None:
-        """Enter the references of ``events`` in ``refs_index`` and ``published_refs`` (a full
-        build: the same as ``_add`` per event, in one loop without copies)."""
-        refs, published_refs = self.refs_index, self.published_refs
-        for record in events:
-            data, rid = record.data, record.id
-            published = (data.get("status") or "publish") == "publish"
-            for key in REF_KEYS:
-                values = data.get(key)
-                if not values:
-                    continue
-                for ref in values:
-                    if isinstance(ref, int):
-                        term = f"#{ref}"
-                    elif isinstance(ref, str) and ref:
-                        term = f"s:{ref}"
-                    else:
-                        continue
-                    pair = (key, term)
-                    found = refs.get(pair)
-                    if found is None:
-                        found = refs[pair] = set()
-                    found.add(rid)
-                    if published:
-                        found = published_refs.get(pair)
-                        if found is None:
-                            found = published_refs[pair] = set()
-                        found.add(rid)
+    def _build_distinct(self, parsed: list[Record]) -> bool:
+        """The maps of records known to have distinct ids and slugs, by resource in one go (the
+        references restored when the catalog kept them for this commit); False when some record
+        has no id (the general build decides)."""
+        groups, maps = _by_resource(parsed)
+        if any(None in by_id for by_id in maps.values()):
+            return False
+        for resource, by_id in maps.items():
+            self.by_id[resource.name] = by_id
+            self.by_slug[resource.name] = {record.data["slug"]: record for record in groups[resource]}
+            self.ids[resource.id_space].update(by_id)
+        restored = self._restored
+        self._restored = None
+        if restored is not None and isinstance(restored.get("refs"), dict) and isinstance(restored.get("published"), dict):
+            self.refs_index, self.published_refs = restored["refs"], restored["published"]
+        else:
+            index_refs(groups.get(EVENTS, []), self.refs_index, self.published_refs)
+        return True
+
+    def derived(self) -> dict:
+        """The maps a full build of this commit computes from its records that are worth keeping
+        with them (plain data: the reference sets by term), for ``restored``."""
+        return {"refs": self.refs_index, "published": self.published_refs, "distinct": self.distinct}
 
     def _in_order(self) -> list[Record]:
         """Every parsed record, by path; files that claim one id or slug are put in order of seniority
         (the one that entered history first, first), so the older one keeps the id."""
         files = self.files
         parsed = [record for record in (files[path][1] for path in sorted(files)) if record is not None]
-        if _all_distinct(parsed):
+        if (self._restored or {}).get("distinct") is True or _all_distinct(parsed):
+            self.distinct = True
             return parsed
         claims: dict = {}
         for record in parsed:
@@ -221,6 +270,7 @@ class Snapshot:
         self.published_refs = dict(previous.published_refs)
         self._conflicts = []
         self._copied = set()
+        self._touched = set()   # (key, term) of every reference of the events taken out or put in
         for path in changed:
             old = previous.files.get(path)
             old_record = old[1] if old else None
@@ -235,6 +285,11 @@ class Snapshot:
                 return False  # no id, or two files claim one id or slug: let the full build decide
             self._add(record)
         self._copied = None
+        self.distinct = True   # derived only from a snapshot without conflicts, and none added
+        touched, self._touched = self._touched, None
+        # the terms' counts the changed events cannot have moved are still right
+        self._counts = {k: n for k, n in dict(previous._counts).items()
+                        if (k[0], f"#{k[1]}") not in touched and (k[0], f"s:{k[2]}") not in touched}
         return True
 
     def _conflict(self, record: Record) -> str | None:
@@ -256,6 +311,7 @@ class Snapshot:
         if resource is EVENTS:
             published = record.status == "publish"
             for key, term in _event_refs(record):
+                self._touched.add((key, term))
                 self._set(self.refs_index, (key, term)).add(record.id)
                 if published:
                     self._set(self.published_refs, (key, term)).add(record.id)
@@ -271,6 +327,7 @@ class Snapshot:
             del self.by_slug[resource.name][record.slug]
         if resource is EVENTS:
             for key, term in _event_refs(record):
+                self._touched.add((key, term))
                 for index in (self.refs_index, self.published_refs):
                     if (key, term) in index:
                         self._set(index, (key, term)).discard(record.id)
@@ -350,13 +407,13 @@ class Snapshot:
     def published_count(self, key: str, target: Record) -> int:
         """How many published events point at ``target`` (a term's ``count``; remembered for this
         commit: every listed event embedding the term asks, and the sets can be large)."""
-        memo_key = ("published_count", key, target.id, target.slug)
-        count = self.memo.get(memo_key)
+        memo_key = (key, target.id, target.slug)
+        count = self._counts.get(memo_key)
         if count is None:
             by_id = self.published_refs.get((key, f"#{target.id}"), set())
             by_slug = self.published_refs.get((key, f"s:{target.slug}"))
             count = len(by_id) + (len(by_slug.difference(by_id)) if by_slug else 0)
-            self.memo[memo_key] = count
+            self._counts[memo_key] = count   # one small int per term at most: no bound needed
         return count
 
     def reference_problems(self, line_of=None) -> list[Problem]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timezone
@@ -67,16 +68,19 @@ def to_json(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def _stored_lineage(obj) -> bool:
-    """Whether a presented object (or one it embeds) has a global_id_lineage beyond its own global_id."""
-    if isinstance(obj, dict):
-        lineage = obj.get("global_id_lineage")
-        if isinstance(lineage, list) and len(lineage) > 1:
-            return True
-        return any(_stored_lineage(v) for v in obj.values() if isinstance(v, (dict, list)))
-    if isinstance(obj, list):
-        return any(_stored_lineage(v) for v in obj if isinstance(v, (dict, list)))
-    return False
+REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
+
+
+_LINEAGE = '"global_id_lineage":['
+_ONE_ENTRY = re.compile(r'"global_id_lineage":\["[^"\\]*"\]')   # a list of one plain string
+
+
+def _stored_lineage(text: str) -> bool:
+    """Whether the JSON text of a presented object (or of one it embeds) may hold a
+    global_id_lineage beyond its own global_id: any such list but one of a single plain
+    string (read from the text: walking the object was a quarter of presenting an event)."""
+    count = text.count(_LINEAGE)
+    return count > 0 and len(_ONE_ENTRY.findall(text)) != count
 
 
 def _text_with_urls(text: str, urls: Urls) -> str:
@@ -169,10 +173,18 @@ class Presenter:
         self.unlocked = unlocked
         self.user = user
         self.viewer = permissions.viewer(user)
+        self._refs: dict = {}   # (id of a record, key) -> (the record, its refs): asked several times per event
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
-        return [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
+        found = self._refs.get((id(record), key))
+        if found is not None and found[0] is record:
+            return found[1]
+        refs = [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
+        if len(self._refs) >= REFS_REMEMBERED:   # a feed presents thousands of events: a page's worth is enough
+            self._refs.clear()
+        self._refs[(id(record), key)] = (record, refs)
+        return refs
 
     def _guard(self, record: Record, obj: dict) -> dict:
         if record.data.get("password") and not self.unlocked(record):
@@ -233,8 +245,7 @@ class Presenter:
         if entry is False:
             entry = None
             if not self.involves_password(record):
-                built = Presenter(self.snapshot, _STAND_IN, self.site_tz, self.unlocked, self.user)._build(record, single)
-                entry = (to_json(built), _stored_lineage(built))
+                entry = _lasting_entry(self, key, record, single)
             self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
         if entry is None:
             return to_json(self._build(record, single))
@@ -448,3 +459,44 @@ class Presenter:
             "id": record.id,
             "urls": self._term_urls(record),
         }
+
+
+def _basis(presenter: "Presenter", record: Record) -> tuple:
+    """What ``presenter``'s presented ``record`` shows: the record, the records it embeds for its caller
+    (with how many of each kind) and the counts and parents of the terms among them."""
+    parts: list = [record]
+    if record.resource is EVENTS:
+        for key in ("venue", "organizer", "categories", "tags"):
+            found = presenter.refs(record, key)
+            parts.append(len(found))
+            parts.extend(found)
+            if key in ("categories", "tags"):
+                for term in found:
+                    parts.append(presenter.term_count(term))
+                    parts.append(presenter.snapshot.parent_id(term) if term.resource is CATEGORIES else 0)
+    elif record.resource.kind == "term":
+        parts.append(presenter.term_count(record))
+        parts.append(presenter.snapshot.parent_id(record) if record.resource is CATEGORIES else 0)
+    return tuple(parts)
+
+
+def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: bool) -> tuple[str, bool]:
+    """The (text, lineage) entry of ``present_json``, taken from an earlier commit's when the
+    record and everything its text shows of other records are still the same (after a write,
+    the events a page lists mostly are): the records themselves (a changed file is a new
+    record), the embedded terms' counts and parents."""
+    basis = _basis(presenter, record) if key[-1] is None else None   # an occurrence is made per request
+    lasting = presenter.snapshot.lasting
+    if basis is not None:
+        found = lasting.get(key)
+        if found is not None and len(found[0]) == len(basis) and all(
+                a is b or (type(a) is int and a == b) for a, b in zip(found[0], basis)):
+            return found[1]
+    builder = Presenter(presenter.snapshot, _STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
+    builder._refs = presenter._refs   # the same caller and snapshot: the same refs
+    built = builder._build(record, single)
+    text = to_json(built)
+    entry = (text, _stored_lineage(text))
+    if basis is not None:
+        lasting.put(key, (basis, entry), len(entry[0]))
+    return entry

@@ -130,7 +130,7 @@ class BaseView:
         entries = [(start[d], pub[d], rid[d], d, end[d], None, None) for d in live if d not in series_docs]
         for d in series_docs:
             entries.extend((s, pub[d], served, d, e, parent, doc) for served, s, e, parent, doc in expand(rid[d]))
-        entries.sort(key=lambda x: x[:3])
+        entries.sort(key=itemgetter(0, 1, 2))
         self.size = len(entries)
         self.rids = [x[2] for x in entries]
         self.starts = [x[0] for x in entries]
@@ -162,8 +162,13 @@ class BaseView:
         # duration classes: (shortest, longest duration, positions), longest class last
         durations = [e - s for s, e in zip(self.starts, self.ends)]
         members: dict[int, list[int]] = {}
-        for i, c in enumerate(map(duration_class, durations)):
-            members.setdefault(c, []).append(i)
+        # a duration's class is its bit length (in C) unless it is negative (an end before its start)
+        classes = map(int.bit_length if min(durations, default=0) >= 0 else duration_class, durations)
+        for i, c in enumerate(classes):
+            found = members.get(c)
+            if found is None:
+                found = members[c] = []
+            found.append(i)
         self.classes = []
         for c in sorted(members):
             spread = [durations[i] for i in members[c]]

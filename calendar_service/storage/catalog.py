@@ -22,15 +22,18 @@ from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.history import FileDates
 from calendar_service.storage.objects import blob_sha
-from calendar_service.storage.store import GitStore
+from calendar_service.storage.store import GitStore, StoreError
 
 log = logging.getLogger(__name__)
 
 CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
-CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files had to be parsed
+CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files changed since its commit
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 # the modules that decide what a parsed record holds: a cache written by other code is ignored
 PARSING_MODULES = ("records.py", "resources.py", "dates.py")
+# the layout of the cache file (a whole snapshot per commit): part of its version, so that code
+# expecting another layout ignores it
+CACHE_FORMAT = b"snapshot-2"
 
 
 def load_directory(root) -> Snapshot:
@@ -62,7 +65,7 @@ def load_directory(root) -> Snapshot:
 @functools.cache
 def cache_version() -> str:
     """A hash of the code that parses record files, computed once when first needed."""
-    digest = hashlib.sha1()
+    digest = hashlib.sha1(CACHE_FORMAT)
     for name in PARSING_MODULES:
         digest.update((Path(records.__file__).parent / name).read_bytes())
     return digest.hexdigest()
@@ -127,14 +130,16 @@ class Catalog:
         self._past: dict[str, Snapshot] = {}
 
     def _read_cache(self) -> dict:
-        """path -> (blob, data or None, problems as tuples) from the cache file; {} when unusable."""
+        """The cache file's content (``files``: path -> (blob, data or None, problems as tuples,
+        resource name); with ``commit``, ``dates``, ``claims`` and ``derived``: the whole snapshot of
+        that commit); {} when unusable."""
         if self.cache_file is None:
             return {}
         try:
             with open(self.cache_file, "rb") as handle:
                 cached = _CacheUnpickler(io.BufferedReader(handle)).load()
-            if isinstance(cached, dict) and cached.get("version") == cache_version():
-                return cached["files"]
+            if isinstance(cached, dict) and cached.get("version") == cache_version() and isinstance(cached.get("files"), dict):
+                return cached
         except FileNotFoundError:
             pass
         except Exception as exc:  # derived data: a broken cache only costs a full parse
@@ -142,19 +147,61 @@ class Catalog:
         return {}
 
     def _write_cache(self, snapshot: "Snapshot") -> None:
-        """Save the parsed records of ``snapshot`` (best effort: a failure is only logged)."""
+        """Save the snapshot of one commit (best effort: a failure is only logged): its parsed
+        records by path and blob, the files' git dates, the ids unreadable files claim and the
+        maps derived from the records, so that a start at that commit (or one a few files away
+        from it) neither parses, lists the tree, reads the history nor builds the maps again."""
         files = {path: (blob, record.file_data() if record is not None else None,
-                        tuple((p.path, p.line, p.message, p.severity) for p in problems))
+                        tuple((p.path, p.line, p.message, p.severity) for p in problems),
+                        record.resource.name if record is not None else None)
                  for path, (blob, record, problems) in snapshot.files.items()}
+        dates = {path: tuple(facts) for path, facts in snapshot.file_dates.items()}
         try:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.tmp")
             with open(tmp, "wb") as handle:
-                pickle.dump({"version": cache_version(), "commit": snapshot.commit, "files": files}, handle,
+                pickle.dump({"version": cache_version(), "commit": snapshot.commit, "files": files, "dates": dates,
+                             "claims": dict(snapshot.claims), "derived": snapshot.derived()}, handle,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.cache_file)
         except Exception as exc:
             log.warning("could not write the records cache (%s)", exc)
+
+    def _restore(self, cached: dict) -> Snapshot | None:
+        """The snapshot of the cache's commit from the cache alone (no git), or None when the
+        cache does not hold a whole snapshot."""
+        commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
+        if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
+                and isinstance(derived, dict)):
+            return None
+        try:
+            files: dict = {}
+            for path, (blob, data, problems, name) in cached["files"].items():
+                resource = RESOURCES.get(name) if data is not None else None
+                record = Record(resource, data, path, blob) if resource is not None else None
+                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+            file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
+        except (TypeError, ValueError) as exc:
+            log.warning("ignoring the records cache %s (%s)", self.cache_file, exc)
+            return None
+        author_of = self.author_of
+        for path, (blob, record, problems) in files.items():
+            facts = file_dates.get(path) if record is not None else None
+            if facts is None:
+                continue
+            data = record.data
+            # what ``apply_history`` would leave as it is, told apart without calling it: a file
+            # that has its dates and author and was written by the commit that added it
+            if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
+                continue
+            records.apply_history(record, *facts, author_of=author_of)
+
+        def seniority(paths):
+            return entry_order(self.store, commit, paths)
+
+        snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
+        snapshot.file_dates = file_dates
+        return snapshot
 
     def current(self) -> Snapshot:
         """The snapshot of the branch head as it is now."""
@@ -190,22 +237,32 @@ class Catalog:
             return Snapshot(None, {})
         cached: dict = {}
         if previous.commit is None:
+            cached = self._read_cache()
+            restored = self._restore(cached) if cached else None
+            if restored is not None:
+                if restored.commit == head:
+                    return restored
+                try:
+                    return self._advance_from_cache(restored, head)
+                except StoreError as exc:   # the cache's commit is gone (history rewritten, gc)
+                    log.info("the records cache's commit is not usable (%s): loading every file", exc)
             changed = self.store.list_files(head)
             files: dict = {}
             claims: dict = {}
-            if len(changed) >= CACHE_MIN_FILES:
-                cached = self._read_cache()
+            if len(changed) < CACHE_MIN_FILES:
+                cached = {}
         else:
             changed = self.store.changed_files(previous.commit, head)
             files = dict(previous.files)
             claims = {path: i for path, i in previous.claims.items() if path not in changed}
         hits: set = set()
         if cached:
+            cached_files = cached["files"]
             for path, blob in changed.items():
-                entry = cached.get(path)
+                entry = cached_files.get(path)
                 if entry is None or entry[0] != blob:
                     continue
-                _, data, problems = entry
+                data, problems = entry[1], entry[2]
                 resource = records.resource_of_path(path) if data is not None else None
                 record = Record(resource, data, path, blob) if resource is not None else None
                 files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
@@ -240,13 +297,23 @@ class Catalog:
         if previous.commit is None:
             snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
             snapshot.file_dates = file_dates
-            parsed = len(changed) - len(hits)
-            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES and parsed > len(changed) // CACHE_STALE_SHARE:
+            # no whole snapshot in the cache (none, an older format, its commit gone): keep this one
+            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES:
                 threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
                                  daemon=True).start()
             return snapshot
         snapshot = Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
         snapshot.file_dates = file_dates
+        return snapshot
+
+    def _advance_from_cache(self, restored: Snapshot, head: str) -> Snapshot:
+        """The snapshot of ``head`` derived from the cache's (the files changed since read); the
+        cache is written again for ``head`` when many files changed."""
+        snapshot = self._advance(restored, head)
+        changed = len(snapshot.changed_since[1]) if snapshot.changed_since else len(snapshot.files)
+        if changed > len(snapshot.files) // CACHE_STALE_SHARE:
+            threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
+                             daemon=True).start()
         return snapshot
 
     def _file_dates(self, previous: Snapshot, head: str, changed: dict) -> dict:
@@ -277,5 +344,6 @@ class Catalog:
                         dates[path] = found.pop(path)
         for path, new in found.items():
             old = before.get(path)
-            dates[path] = new if old is None or path not in previous.files else FileDates(new.changed, old.added, old.email, False)
+            # ``old`` may be a plain tuple (a snapshot restored from the cache): read by position
+            dates[path] = new if old is None or path not in previous.files else FileDates(new.changed, old[1], old[2], False)
         return dates

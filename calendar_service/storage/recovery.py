@@ -184,12 +184,14 @@ class Recovery:
     def remove_temporary_files(self) -> None:
         """Delete the temporary files a killed write leaves (next to record files, and the journal's)."""
         for folder in CONTENT_FOLDERS:
-            directory = self.root / folder
-            if directory.is_dir():
-                for leftover in directory.glob(WORKTREE_TEMP_PREFIX + "*"):
-                    with contextlib.suppress(FileNotFoundError):
-                        leftover.unlink()
-                        log.warning("removed %s/%s, left by a killed write", folder, leftover.name)
+            try:   # one listing of names (a glob matched every name in Python)
+                leftovers = [name for name in os.listdir(self.root / folder) if name.startswith(WORKTREE_TEMP_PREFIX)]
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in leftovers:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.root / folder / name).unlink()
+                    log.warning("removed %s/%s, left by a killed write", folder, name)
         with contextlib.suppress(FileNotFoundError):
             self.journal.temporary.unlink()
 

@@ -1,0 +1,133 @@
+"""A start from the records cache, and presented records kept across commits.
+
+The records cache (``CALENDAR_INDEX_DIR/records.cache``) holds a whole snapshot of one commit:
+records, the files' git dates and the maps derived from them. A start at that commit takes it as
+it is; a start a few commits later derives from it; either must serve exactly what a start
+without any cache serves. Presented records are kept from one commit to the next only while
+what they show is unchanged (embedded venues, organizers, terms and the terms' counts).
+"""
+from __future__ import annotations
+
+import pickle
+import shutil
+import threading
+
+import pytest
+
+from conftest import Client
+
+ROUTES = ("/events?per_page=50&status=publish,draft,private", "/venues?per_page=50", "/organizers?per_page=50",
+          "/categories?per_page=50", "/tags?per_page=50")
+
+
+def _wait_for_cache() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "calendar-records-cache":
+            thread.join(30)
+
+
+def _everything(app, *more: str) -> dict:
+    client = Client(app.test_client(), "administrator")
+    out = {}
+    for route in (*ROUTES, *more):
+        r = client.get(route)
+        assert r.status_code == 200, (route, r.get_json())
+        out[route] = r.get_json()
+    return out
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    from calendar_service.storage import catalog
+    monkeypatch.setattr(catalog, "CACHE_MIN_FILES", 1)
+    return catalog
+
+
+def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, make_app, factory, repo, small_cache):
+    category = factory.category()
+    venue = factory.venue(city="Springfield")
+    for n in range(4):
+        factory.event(categories=[category["id"]], venue=venue["id"], tags=[f"tag-{n % 2}"])
+    factory.event(status="draft")
+    # written by hand: its dates come from git history (kept in the cache with the records)
+    repo.commit_file("events/by-hand.md", "---\nid: 900\nslug: by-hand\ntitle: By hand\n"
+                     "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\nText\n")
+    index_dir = paths["index_dir"]
+
+    shutil.rmtree(index_dir)          # derived data: a start rebuilds it (and writes the cache)
+    fresh = _everything(make_app(), "/events/900")
+    _wait_for_cache()
+    cache = index_dir / "records.cache"
+    entries = pickle.loads(cache.read_bytes())
+    assert entries["commit"] == repo.head() and entries["dates"] and entries["derived"]["distinct"] is True
+
+    # at the cache's commit nothing is read from git: a value changed only in the cache shows
+    assert _everything(make_app(), "/events/900") == fresh
+    by_hand = fresh["/events/900"]
+    assert by_hand["date_utc"] > "2020" and by_hand["modified_utc"] == by_hand["date_utc"]
+    path = next(p for p in entries["files"] if p.startswith("events/") and p != "events/by-hand.md")
+    entries["files"][path][1]["title"] = "Only in the cache"
+    cache.write_bytes(pickle.dumps(entries))
+    restored = _everything(make_app(), "/events/900")
+    assert "Only in the cache" in [e["title"] for e in restored[ROUTES[0]]["events"]]
+
+    # a commit later the start derives from the cache's snapshot: the same answers as without it,
+    # the new count of the category and the git dates of the changed file included
+    shutil.rmtree(index_dir)
+    make_app()
+    _wait_for_cache()
+    repo.commit_file(path, repo("show", f"HEAD:{path}").replace("title: ", "title: Edited ", 1))
+    derived = _everything(make_app(), "/events/900")
+    shutil.rmtree(index_dir)
+    assert _everything(make_app(), "/events/900") == derived
+    assert any(e["title"].startswith("Edited ") for e in derived[ROUTES[0]]["events"])
+
+
+def test_a_cache_whose_commit_is_gone_is_still_used_by_blob(paths, make_app, factory, repo, small_cache):
+    for _ in range(3):
+        factory.event()
+    make_app()
+    _wait_for_cache()
+    cache = paths["index_dir"] / "records.cache"
+    entries = pickle.loads(cache.read_bytes())
+    expected = _everything(make_app())
+    entries["commit"] = "0" * 40      # no such commit (history rewritten, objects collected)
+    cache.write_bytes(pickle.dumps(entries))
+    assert _everything(make_app()) == expected
+    _wait_for_cache()
+    assert pickle.loads(cache.read_bytes())["commit"] == repo.head()   # written again for the head
+
+
+def test_the_first_list_after_a_write_shows_what_changed_in_the_events_it_embeds(admin, factory):
+    category = factory.category()
+    venue = factory.venue(city="Springfield")
+    listed = [factory.event(categories=[category["id"]], venue=venue["id"]) for _ in range(3)]
+    other = factory.event()
+
+    def by_id():
+        return {e["id"]: e for e in admin.get("/events?per_page=50").get_json()["events"]}
+
+    before = by_id()
+    assert {before[e["id"]]["categories"][0]["count"] for e in listed} == {3}
+
+    # a write to an unrelated event: the listed ones are the same objects as before
+    assert admin.post(f"/events/{other['id']}", json={"title": "Unrelated"}).status_code == 200
+    after = by_id()
+    assert all(after[e["id"]] == before[e["id"]] for e in listed)
+    assert after[other["id"]]["title"] == "Unrelated"
+
+    # one more event in the category: every event embedding it shows the new count at once
+    factory.event(categories=[category["id"]])
+    assert {by_id()[e["id"]]["categories"][0]["count"] for e in listed} == {4}
+
+    # the venue renamed: every event embedding it shows the new name at once
+    assert admin.post(f"/venues/{venue['id']}", json={"venue": "Renamed Hall"}).status_code == 200
+    assert {by_id()[e["id"]]["venue"]["venue"] for e in listed} == {"Renamed Hall"}
+
+    # the category renamed, then an event taken out of it
+    assert admin.post(f"/categories/{category['id']}", json={"name": "Renamed"}).status_code == 200
+    assert {by_id()[e["id"]]["categories"][0]["name"] for e in listed} == {"Renamed"}
+    assert admin.post(f"/events/{listed[0]['id']}", json={"categories": []}).status_code == 200
+    final = by_id()
+    assert final[listed[0]["id"]]["categories"] == []
+    assert {final[e["id"]]["categories"][0]["count"] for e in listed[1:]} == {3}
