@@ -211,8 +211,10 @@ def _random_series(rng: random.Random, c: Content, today: date, cat: int) -> Non
         status=rng.choice(["publish", "publish", "draft"]))
 
 
-def test_index_and_scanning_agree_with_series(make_app, repo):
-    rng = random.Random(16)
+def _random_calendar(rng, make_app, repo):
+    """25 random series and 30 single events, served by an indexed app and a scanning one (the
+    latter without an index): (service, content, category, today, anonymous clients indexed and
+    scanning, administrator clients indexed and scanning)."""
     app = make_app()
     svc = app.extensions["calendar"]
     c = Content(repo)
@@ -230,6 +232,12 @@ def test_index_and_scanning_agree_with_series(make_app, repo):
     indexed, scanned = Client(app.test_client(), None), Client(scanning.test_client(), None)
     admin_i, admin_s = Client(app.test_client(), "administrator"), Client(scanning.test_client(), "administrator")
     settle(svc, indexed, repo)
+    return svc, c, cat, today, indexed, scanned, admin_i, admin_s
+
+
+def test_index_and_scanning_agree_with_series(make_app, repo):
+    rng = random.Random(16)
+    svc, c, cat, today, indexed, scanned, admin_i, admin_s = _random_calendar(rng, make_app, repo)
 
     def both(params, role=False):
         a, b = (admin_i, admin_s) if role else (indexed, scanned)
@@ -298,23 +306,7 @@ def test_the_unpaged_feed_holds_each_file_the_list_shows_once_in_list_order(make
     of its first occurrence in the list (whatever the window and filters, an exception that
     retitles, moves, hides or features one occurrence included), with the list's total."""
     rng = random.Random(1616)
-    app = make_app()
-    svc = app.extensions["calendar"]
-    c = Content(repo)
-    cat = c.category("Talks")
-    today = datetime.now(UTC).date()
-    for _ in range(25):
-        _random_series(rng, c, today, cat)
-    for n in range(30):
-        day = today + timedelta(days=rng.randint(-20, 80))
-        c.event(f"{day} {rng.randint(0, 23):02d}:00:00", f"{day} 23:30:00", title=rng.choice(["Lecture", "Talk"]),
-                featured=rng.random() < 0.3 or None, categories=[cat] if rng.random() < 0.3 else None)
-    c.commit()
-    scanning = make_app()
-    scanning.extensions["calendar"].index = None
-    indexed, scanned = Client(app.test_client(), None), Client(scanning.test_client(), None)
-    admin_i, admin_s = Client(app.test_client(), "administrator"), Client(scanning.test_client(), "administrator")
-    settle(svc, indexed, repo)
+    svc, c, cat, today, indexed, scanned, admin_i, admin_s = _random_calendar(rng, make_app, repo)
     checked = 0
     for round_ in range(2):
         for _ in range(25):
