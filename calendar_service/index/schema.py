@@ -14,7 +14,7 @@ from whoosh import columns, fields
 from whoosh.analysis import SpaceSeparatedTokenizer
 
 from calendar_service.domain import dates, occurrences
-from calendar_service.domain.queries import analyse, event_text
+from calendar_service.domain.queries import analysed_set, event_text
 from calendar_service.domain.records import Record
 from calendar_service.domain.recurrence import occurrences as expand
 from calendar_service.domain.recurrence.record import series_of
@@ -86,7 +86,7 @@ def event_document(record: Record, site_tz) -> dict:
         "flags": ",".join(flags) or None,
         "parent": str(data["post_parent"]) if data.get("post_parent") else None,
         # the scanning path's words when it has them; not kept on the record otherwise (memory)
-        "text": " ".join(record.__dict__.get("_tokens") or set(analyse(event_text(record)))),
+        "text": " ".join(record.__dict__.get("_tokens") or analysed_set(event_text(record))),
     }
     for key in REFERENCE_FIELDS:
         # a comma separates keywords: a reference holding one cannot be a term
@@ -101,7 +101,7 @@ def event_documents(record: Record, site_tz, until) -> list[dict]:
     of the file's record)."""
     if not record.data.get("recurrence"):
         return [event_document(record, site_tz)]
-    tokens = record.__dict__.get("_tokens") or frozenset(analyse(event_text(record)))
+    tokens = record.__dict__.get("_tokens") or frozenset(analysed_set(event_text(record)))
     out = []
     for occ in occurrences.occurrences_of(record, site_tz, until):
         if not occ.special:
