@@ -90,10 +90,13 @@ class BulkSegmentWriter(SegmentWriter):
 
     def __init__(self, ix, **kwargs):
         super().__init__(ix, **kwargs)
-        self._split = {name: _splitter(field.analyzer) for name, field in self.schema.items() if field.indexed}
-        self._counted = {name: type(field.format) is formats.Frequency for name, field in self.schema.items()
-                         if field.indexed}
-        self._postings: dict[str, dict[bytes, list]] = {name: {} for name in self._split}
+        self._postings: dict[str, dict[bytes, list]] = {}
+        # field name -> (field, words of a value or None, counted (Frequency), stored, column, postings)
+        self._plan = {}
+        for name, field in self.schema.items():
+            postings = self._postings[name] = {} if field.indexed else None
+            self._plan[name] = (field, _splitter(field.analyzer) if field.indexed else None,
+                                type(field.format) is formats.Frequency, field.stored, field.column_type, postings)
 
     @staticmethod
     def handles(schema) -> bool:
@@ -107,33 +110,31 @@ class BulkSegmentWriter(SegmentWriter):
 
     def add_document(self, **fields):
         self._check_state()
-        if any(name.startswith("_") for name in fields):
-            raise ValueError("boosts and stored variants are not supported by the rebuild writer")
-        schema, perdoc, docnum = self.schema, self.perdocwriter, self.docnum
-        names = sorted(fields)
-        self._check_fields(schema, names)
+        perdoc, docnum, plan = self.perdocwriter, self.docnum, self._plan
+        if not plan.keys() >= fields.keys():
+            raise ValueError(f"fields the rebuild writer does not know (boosts and stored variants included): "
+                             f"{sorted(fields.keys() - plan.keys())}")
         perdoc.start_doc(docnum)
-        for name in names:
+        for name in sorted(fields):
             value = fields[name]
             if value is None:
                 continue
-            field = schema[name]
-            if field.indexed:
+            field, split, counted, stored, column, postings = plan[name]
+            if split is not None:
                 if not isinstance(value, str):
                     raise ValueError(f"{name}: the rebuild writer indexes text values only, got {value!r}")
-                postings = self._postings[name]
-                words = self._split[name](value)
-                if self._counted[name] and len(words) > 1 and len(set(words)) < len(words):
-                    counts = {}
+                words = split(value)
+                if counted and len(words) > 1 and len(set(words)) < len(words):
+                    counts: dict[str, int] = {}
                     for word in words:
                         counts[word] = counts.get(word, 0) + 1
                     for word, n in counts.items():
                         postings.setdefault(word.encode("utf-8"), []).append((docnum, n))
                 else:
-                    for word in dict.fromkeys(words):
+                    for word in (words if len(words) == 1 else dict.fromkeys(words)):
                         postings.setdefault(word.encode("utf-8"), []).append(docnum)
-            perdoc.add_field(name, field, value if field.stored else None, 0)
-            column = field.column_type
+            if stored:
+                perdoc.add_field(name, field, value, 0)
             if column:
                 perdoc.add_column_value(name, column, field.to_column_value(value))
         perdoc.finish_doc()
@@ -145,10 +146,10 @@ class BulkSegmentWriter(SegmentWriter):
         writer = self.fieldwriter
         for name in sorted(self._postings):
             terms = self._postings[name]
-            if not terms:
+            if not terms:  # None: not indexed
                 continue
             field = self.schema[name]
-            boost, counted = field.format.field_boost, self._counted[name]
+            boost, counted = field.format.field_boost, self._plan[name][2]
             writer.start_field(name, field)
             block = writer._postwriter
             limit = block._blocklimit
