@@ -115,3 +115,13 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
     assert built["rebuild"][("flags", b"featured")][-1][0][1:] == (2.0, b"\x00\x00\x00\x02")   # counted twice
     assert len(built["rebuild"][("text", b"jazz")][-1]) > 128
     assert built["rebuild"] == built["whoosh"]
+
+
+def test_search_words_of_a_document_are_the_analysed_words():
+    """The rebuild analyses each distinct word once: the same set as analysing every word."""
+    from calendar_service.domain.queries import analyse, analysed_set
+
+    for text in ("Running runs RAN the a I x2 3.14 foo.bar e-mail O'Neil", "İstanbul Straße café ÉCOLE école",
+                 "Jazz jazz JAZZ nights night " * 5, ""):
+        assert analysed_set(text) == set(analyse(text))
+    assert analysed_set("Jazz jazz nights") == {"jazz", "night"}
