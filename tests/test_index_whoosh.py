@@ -48,3 +48,80 @@ def test_our_writers_remember_missing_columns(tmp_path):
     plain.perdocwriter.close()
     assert type(plain.per_document_reader()) is whoosh3.W3PerDocReader
     plain.cancel()
+
+
+def _index_content(directory: Path) -> dict:
+    """Everything a reader can see of an index: per field every term with its postings
+    (docnum, weight, value bytes) and term statistics, stored fields, column values, counts."""
+    from whoosh import index as whoosh_index
+
+    ix = whoosh_index.open_dir(str(directory))
+    with ix.reader() as reader:
+        content: dict = {"docs": reader.doc_count_all(), "stored": list(reader.all_stored_fields())}
+        for name, field in ix.schema.items():
+            if field.column_type:
+                column = reader.column_reader(name)
+                content[("column", name)] = [column[d] for d in range(reader.doc_count_all())]
+            if not field.indexed:
+                continue
+            for term in reader.lexicon(name):
+                info = reader.term_info(name, term)
+                matcher = reader.postings(name, term)
+                postings = []
+                while matcher.is_active():
+                    postings.append((matcher.id(), matcher.weight(), matcher.value()))
+                    matcher.next()
+                content[(name, term)] = (info.weight(), info.doc_frequency(), info.max_weight(), info.min_id(),
+                                         info.max_id(), postings)
+    return content
+
+
+def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
+    """A full rebuild's writer gives the index Whoosh's own add_document and commit give:
+    every term, posting, weight, value, stored field and column, for every field of our schema
+    (repeated and blank keywords, a term in more documents than a block holds, missing fields)."""
+    import random
+
+    from whoosh import index as whoosh_index
+
+    from calendar_service.index.schema import make_schema
+    from calendar_service.index.writer import BulkSegmentWriter, open_rebuild_writer, open_writer
+
+    rng = random.Random(7)
+    words = ["jazz", "café", "night", "über", "a", "b1", "concert"] + [f"w{i}" for i in range(60)]
+    docs = []
+    for n in range(700):   # "jazz" is in most documents: more than one 128-posting block
+        doc = {"path": f"events/e{n}.md", "rid": n + 1, "rid_key": str(n + 1), "status": rng.choice(["publish", "draft"]),
+               "author": str(rng.randint(0, 3)), "start": rng.randint(0, 10**9), "end": rng.randint(0, 10**9),
+               "pub": rng.randint(0, 10**9),
+               "text": " ".join(rng.sample(words, rng.randint(0, 12)) + (["jazz"] if n % 3 else []))}
+        if n % 4:
+            doc["categories"] = ",".join(rng.choice(["c1", "c2", " c3 ", "c1", ""]) for _ in range(rng.randint(1, 4)))
+        if n % 5 == 0:
+            doc["flags"] = "featured,sticky,featured"
+        if n % 7 == 0:
+            doc["parent"] = str(rng.randint(1, 9))
+        docs.append(doc)
+    built = {}
+    for name, opener in (("whoosh", open_writer), ("rebuild", open_rebuild_writer)):
+        (tmp_path / name).mkdir()
+        ix = whoosh_index.create_in(str(tmp_path / name), make_schema())
+        writer = opener(ix, limitmb=64)
+        assert (type(writer) is BulkSegmentWriter) == (name == "rebuild")
+        for doc in docs:
+            writer.add_document(**doc)
+        writer.commit()
+        built[name] = _index_content(tmp_path / name)
+    assert built["rebuild"][("flags", b"featured")][-1][0][1:] == (2.0, b"\x00\x00\x00\x02")   # counted twice
+    assert len(built["rebuild"][("text", b"jazz")][-1]) > 128
+    assert built["rebuild"] == built["whoosh"]
+
+
+def test_search_words_of_a_document_are_the_analysed_words():
+    """The rebuild analyses each distinct word once: the same set as analysing every word."""
+    from calendar_service.domain.queries import analyse, analysed_set
+
+    for text in ("Running runs RAN the a I x2 3.14 foo.bar e-mail O'Neil", "İstanbul Straße café ÉCOLE école",
+                 "Jazz jazz JAZZ nights night " * 5, ""):
+        assert analysed_set(text) == set(analyse(text))
+    assert analysed_set("Jazz jazz nights") == {"jazz", "night"}

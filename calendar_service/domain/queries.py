@@ -127,6 +127,23 @@ def analyse(text: str) -> list[str]:
     return out
 
 
+def analysed_set(text: str) -> set[str]:
+    """``set(analyse(text))``, each distinct word analysed once (a description repeats its words)."""
+    out = set()
+    stems = _STEMS
+    for word in set(_WORD.findall(text)):
+        word = word.lower()
+        if len(word) < 2 or word in STOP_WORDS:
+            continue
+        stemmed = stems.get(word)
+        if stemmed is None:
+            stemmed = _porter_stem(word)
+            if len(stems) < 200_000:
+                stems[word] = stemmed
+        out.add(stemmed)
+    return out
+
+
 def search_words(text: str) -> list[str]:
     """The words of a search as the index sees them (lowercased, stop words dropped, stemmed)."""
     return analyse(text)

@@ -14,7 +14,7 @@ from whoosh import columns, fields
 from whoosh.analysis import SpaceSeparatedTokenizer
 
 from calendar_service.domain import dates, occurrences
-from calendar_service.domain.queries import analyse, event_text, word_string
+from calendar_service.domain.queries import analysed_set, event_text, word_string
 from calendar_service.domain.records import Record
 from calendar_service.domain.recurrence import occurrences as expand
 from calendar_service.domain.recurrence.record import series_of
@@ -86,7 +86,7 @@ def event_document(record: Record, site_tz) -> dict:
         "flags": ",".join(flags) or None,
         "parent": str(data["post_parent"]) if data.get("post_parent") else None,
         # the scanning path's words when it has them; not kept on the record otherwise (memory)
-        "text": (record.__dict__.get("_words") or word_string(analyse(event_text(record))))[1:],
+        "text": (record.__dict__.get("_words") or word_string(analysed_set(event_text(record))))[1:],
     }
     for key in REFERENCE_FIELDS:
         # a comma separates keywords: a reference holding one cannot be a term

@@ -33,7 +33,7 @@ from calendar_service.domain import occurrences
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
                                            occurrence_entries)
 from calendar_service.index.view import BaseView, IndexView
-from calendar_service.index.writer import open_writer
+from calendar_service.index.writer import open_rebuild_writer, open_writer
 from calendar_service.domain.snapshot import Snapshot
 
 __all__ = ["SearchIndex", "IndexView", "events", "event_document", "make_schema", "SCHEMA_VERSION"]
@@ -410,7 +410,7 @@ class SearchIndex:
         shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True)
         ix = whoosh_index.create_in(str(build_dir), make_schema())
-        writer = open_writer(ix, limitmb=BUILD_MEMORY_MB)
+        writer = open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB)
         events = snapshot.all(EVENTS)
         total = len(events)
         for n, record in enumerate(events, 1):
