@@ -13,11 +13,14 @@ def test_importing_the_service_leaves_whoosh_unpatched(tmp_path):
     # a fresh interpreter: this test process has imported everything already
     script = textwrap.dedent("""
         from whoosh.codec import whoosh3
+        from whoosh.filedb import compound
         original = whoosh3.W3PerDocReader.__dict__["_cached_reader"]
+        buffer_file = compound.BufferFile
         import calendar_service
         import calendar_service.index.search
         from calendar_service.http.app import create_app
         assert whoosh3.W3PerDocReader.__dict__["_cached_reader"] is original, "whoosh was patched at import"
+        assert compound.BufferFile is buffer_file, "whoosh's segment files were replaced at import"
         print("untouched")
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -5,8 +5,10 @@ postings, columns) to a ``BufferFile``, which reads positioned values from the m
 copies the whole part into a ``BytesIO`` for its sequential reads: the terms and postings of a
 10,000-event index cost 4 MB of copies in every process serving it (about 40 MB at 100,000),
 on top of the mapped pages the page cache shares between processes. ``SegmentPart`` gives
-``BufferFile`` the same sequential reads over the mapping itself; installed once on import
-(``whoosh.filedb.compound`` builds its buffer files through this name).
+``BufferFile`` the same sequential reads over the mapping itself. ``install()`` puts it in
+place (``whoosh.filedb.compound`` builds its buffer files through that name, so it is the one
+change to Whoosh a serving process makes); the search index calls it when it is opened, never
+an import: a program that merely imports the service keeps Whoosh as it is.
 """
 from __future__ import annotations
 
@@ -71,4 +73,6 @@ class SegmentPart(structfile.BufferFile):
         self.is_closed = False
 
 
-compound.BufferFile = SegmentPart
+def install() -> None:
+    """Make Whoosh read compound segment parts through ``SegmentPart`` (idempotent)."""
+    compound.BufferFile = SegmentPart

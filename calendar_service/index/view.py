@@ -31,7 +31,6 @@ from whoosh.reading import TermNotFound
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import segments  # noqa: F401  (segment parts read in place, not copied)
 from calendar_service.index.schema import SERIES_FLAG
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
