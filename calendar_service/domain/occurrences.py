@@ -49,8 +49,9 @@ class OccurrenceRecord(Record):
     special: bool = False      # its exception changes more than its times
 
 
-def occurrence_record(record: Record, series: Series, occ: Occurrence) -> OccurrenceRecord:
-    """The event record of occurrence ``occ`` of the series file ``record``."""
+def occurrence_record(record: Record, series: Series, occ: Occurrence, served: int | None = None) -> OccurrenceRecord:
+    """The event record of occurrence ``occ`` of the series file ``record`` (``served``: its
+    served id when the caller has it already)."""
     sid = record.id
     data = {k: v for k, v in record.data.items() if k not in SERIES_KEYS}
     for key, value in occ.overrides.items():
@@ -58,7 +59,8 @@ def occurrence_record(record: Record, series: Series, occ: Occurrence) -> Occurr
             data[key] = value
     data["start_date"] = dates.fmt(occ.start)
     data["end_date"] = dates.fmt(occ.end)
-    served = served_id(series, sid, occ.original_start)
+    if served is None:
+        served = served_id(series, sid, occ.original_start)
     data["id"] = served
     if served != sid:
         data["post_parent"] = sid
@@ -111,7 +113,7 @@ def occurrence_by_id(snapshot, rid: int, site_tz) -> OccurrenceRecord | None:
     occ = occurrence_at(series, original)
     if occ is None or served_id(series, sid, original) != rid:
         return None
-    return occurrence_record(record, series, occ)
+    return occurrence_record(record, series, occ, rid)
 
 
 def occurrences_of(record: Record, site_tz, until: datetime, **bounds) -> list[OccurrenceRecord]:
