@@ -252,6 +252,8 @@ def _read_time(token: str, whole: str) -> time:
 
 
 def fmt(moment: datetime) -> str:
+    if moment.year >= 1000:   # the same text as strftime, which is slower (an event formats six)
+        return moment.isoformat(" ")[:19]
     return moment.strftime(FORMAT)
 
 

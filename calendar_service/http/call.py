@@ -1,9 +1,6 @@
 """One request on its way through the pipeline, and the JSON answer."""
 from __future__ import annotations
 
-import json
-import re
-import secrets
 from dataclasses import dataclass, field
 
 from flask import Response, current_app, request
@@ -13,7 +10,7 @@ from calendar_service.domain import permissions
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import Resource
 from calendar_service.http import i18n
-from calendar_service.http.presenters import Presenter, RawJSON, Urls
+from calendar_service.http.presenters import Presenter, Urls, to_json
 from calendar_service.http.routes import Endpoint, Route
 from calendar_service.service.calendar import CalendarService
 
@@ -65,27 +62,10 @@ def service() -> CalendarService:
     return current_app.extensions["calendar"]
 
 
-# A RawJSON value is written as a placeholder string, then replaced by its text: the token is
-# random per process, so no content can spell a placeholder.
-_RAW_TOKEN = "raw-json-" + secrets.token_hex(8) + "-"
-_RAW_PLACEHOLDER = re.compile('"' + re.escape(_RAW_TOKEN) + r'(\d+)"')
-
-
 def encode_json(body) -> str:
     """The exact text of a JSON response body (ETags are computed from it); RawJSON values
     (presented records, already JSON) are spliced in as they are."""
-    fragments: list[str] = []
-
-    def raw(value):
-        if not isinstance(value, RawJSON):
-            raise TypeError(f"{type(value).__name__} is not JSON serializable")
-        fragments.append(value.text)
-        return f"{_RAW_TOKEN}{len(fragments) - 1}"
-
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=raw)
-    if not fragments:
-        return text
-    return _RAW_PLACEHOLDER.sub(lambda match: fragments[int(match.group(1))], text)
+    return to_json(body)
 
 
 def json_response(body, status: int = 200) -> Response:

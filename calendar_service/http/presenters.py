@@ -63,9 +63,27 @@ class RawJSON:
         self.text = text
 
 
+# A RawJSON value is written as a placeholder string, then replaced by its text: the token is
+# random per process, so no content can spell a placeholder.
+_RAW_TOKEN = "raw-json-" + secrets.token_hex(8) + "-"
+_RAW_PLACEHOLDER = re.compile('"' + re.escape(_RAW_TOKEN) + r'(\d+)"')
+
+
 def to_json(obj) -> str:
-    """The JSON text of an object as responses carry it (compact, UTF-8 characters as they are)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """The JSON text of an object as responses carry it (compact, UTF-8 characters as they
+    are); RawJSON values (already JSON) are spliced in as they are."""
+    fragments: list[str] = []
+
+    def raw(value):
+        if not isinstance(value, RawJSON):
+            raise TypeError(f"{type(value).__name__} is not JSON serializable")
+        fragments.append(value.text)
+        return f"{_RAW_TOKEN}{len(fragments) - 1}"
+
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=raw)
+    if not fragments:
+        return text
+    return _RAW_PLACEHOLDER.sub(lambda match: fragments[int(match.group(1))], text)
 
 
 REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
@@ -174,6 +192,9 @@ class Presenter:
         self.user = user
         self.viewer = permissions.viewer(user)
         self._refs: dict = {}   # (id of a record, key) -> (the record, its refs): asked several times per event
+        # whether an event embeds its venues, organizers and terms as JSON text built once per
+        # commit (``_embed``): only where the event's text is all that is wanted (``_lasting_entry``)
+        self.embed_text = False
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
@@ -296,7 +317,7 @@ class Presenter:
         cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
                                             data.get("currency_position") or "", data.get("currency_code") or "")
         permalink = self.urls.permalink(EVENTS, record.slug)
-        venues = [self.venue(v, single) for v in self.refs(record, "venue")]
+        venues = [self._embed(self.venue, v, single) for v in self.refs(record, "venue")]
         out = {
             "id": record.id,
             **self._global_ids(record),
@@ -329,10 +350,10 @@ class Presenter:
             "hide_from_listings": bool(data.get("hide_from_listings")),
             "sticky": bool(data.get("sticky")),
             "featured": bool(data.get("featured")),
-            "categories": [self.embedded_term(t) for t in self.refs(record, "categories")],
-            "tags": [self.embedded_term(t) for t in self.refs(record, "tags")],
+            "categories": [self._embed(self.embedded_term, t) for t in self.refs(record, "categories")],
+            "tags": [self._embed(self.embedded_term, t) for t in self.refs(record, "tags")],
             "venue": venues[0] if len(venues) == 1 else venues,
-            "organizer": [self.organizer(o, single) for o in self.refs(record, "organizer")],
+            "organizer": [self._embed(self.organizer, o, single) for o in self.refs(record, "organizer")],
             "custom_fields": self._custom_fields(data.get("custom_fields")),
         }
         if (single or series_block) and data.get("recurrence"):
@@ -343,6 +364,20 @@ class Presenter:
             out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
                                                 self.refs(record, "organizer"), self.urls)
         return self._guard(record, out)
+
+    def _embed(self, build, record: Record, *args):
+        """``build(record, *args)``, the object an event embeds; with ``embed_text``, its JSON
+        text instead, built once per commit (many events embed the same venue, organizer or
+        term: building and encoding them was a third of building an event). Not for a password-protected
+        record (what it shows depends on the caller): an event embedding one is never kept."""
+        if not self.embed_text or record.data.get("password"):
+            return build(record, *args)
+        key = ("embed", build.__name__, record.resource.name, record.id, *args)
+        text = self.snapshot.memo.get(key)
+        if text is None:
+            text = to_json(build(record, *args))
+            self.snapshot.memo.put(key, text, len(text))
+        return RawJSON(text)
 
     @staticmethod
     def _custom_fields(value) -> dict | list:
@@ -494,6 +529,7 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
             return found[1]
     builder = Presenter(presenter.snapshot, _STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
     builder._refs = presenter._refs   # the same caller and snapshot: the same refs
+    builder.embed_text = not single   # a single read's json_ld reads the embedded objects
     built = builder._build(record, single)
     text = to_json(built)
     entry = (text, _stored_lineage(text))
