@@ -112,26 +112,18 @@ def analyse(text: str) -> list[str]:
     """The analysed words of ``text``, as whoosh's StemmingAnalyzer gives them (split on its
     word pattern, lowercased, words shorter than 2 letters and stop words dropped, Porter
     stemmed), written out because the indexer spends most of its time in the generic chain."""
-    out = []
-    stems = _STEMS
-    for match in _WORD.finditer(text):
-        word = match.group().lower()
-        if len(word) < 2 or word in STOP_WORDS:
-            continue
-        stemmed = stems.get(word)
-        if stemmed is None:
-            stemmed = _porter_stem(word)
-            if len(stems) < 200_000:
-                stems[word] = stemmed
-        out.append(stemmed)
-    return out
+    return list(_stems(_WORD.findall(text)))
 
 
 def analysed_set(text: str) -> set[str]:
     """``set(analyse(text))``, each distinct word analysed once (a description repeats its words)."""
-    out = set()
+    return set(_stems(set(_WORD.findall(text))))
+
+
+def _stems(words):
+    """The stems of ``words`` (lowercased; short and stop words dropped), remembered per word."""
     stems = _STEMS
-    for word in set(_WORD.findall(text)):
+    for word in words:
         word = word.lower()
         if len(word) < 2 or word in STOP_WORDS:
             continue
@@ -140,8 +132,7 @@ def analysed_set(text: str) -> set[str]:
             stemmed = _porter_stem(word)
             if len(stems) < 200_000:
                 stems[word] = stemmed
-        out.add(stemmed)
-    return out
+        yield stemmed
 
 
 def search_words(text: str) -> list[str]:
@@ -174,7 +165,7 @@ def event_tokens(event: Record) -> str:
     (kept on the record, which is immutable for its blob; the scanning lists' search)."""
     tokens = event.__dict__.get("_words")
     if tokens is None:
-        tokens = word_string(analyse(event_text(event)))
+        tokens = word_string(analysed_set(event_text(event)))
         event.__dict__["_words"] = tokens
     return tokens
 
@@ -183,7 +174,7 @@ def title_tokens(event: Record) -> str:
     """The analysed words of an event's title alone, as a ``word_string`` (kept on the record)."""
     tokens = event.__dict__.get("_title_words")
     if tokens is None:
-        tokens = word_string(analyse(str(event.data.get("title") or "")))
+        tokens = word_string(analysed_set(str(event.data.get("title") or "")))
         event.__dict__["_title_words"] = tokens
     return tokens
 
