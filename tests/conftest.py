@@ -98,6 +98,23 @@ class Git:
     def files(self) -> list[str]:
         return sorted(self("ls-files").split())
 
+    def commit_files(self, files: dict, message: str = "Edit by hand", allow_empty: bool = False) -> None:
+        """Write (text or bytes) or delete (None) several files and commit them as one editor
+        commit, outside the API."""
+        for path, content in files.items():
+            target = self.root / path
+            if content is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
+        self("add", "-A")
+        self("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q",
+             *(["--allow-empty"] if allow_empty else []), "-m", message)
+
     def commit_file(self, path: str, content: str, message: str = "Edit by hand") -> None:
         """Write and commit a file as an editor would, outside the API."""
         target = self.root / path

@@ -86,15 +86,7 @@ def dump_event(meta: dict, description: str = "") -> str:
 
 def hand_commit(repo, files: dict, message: str = "Edit by hand") -> None:
     """Write (content) or delete (None) several files and commit them as one editor commit."""
-    for path, content in files.items():
-        target = repo.root / path
-        if content is None:
-            target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
-    repo("add", "-A")
-    repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", message)
+    repo.commit_files(files, message)
 
 
 class Content:

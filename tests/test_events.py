@@ -178,12 +178,7 @@ def shared(tmp_path_factory, users_template):
 
 def hand_commit(repo, files: dict[str, str], message: str = "Add by hand") -> None:
     """Commit several files at once, as an editor working outside the API would."""
-    for path, content in files.items():
-        target = repo.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
-    repo("add", "-A")
-    repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", message)
+    repo.commit_files(files, message)
 
 
 # ============================================================================= create: validation

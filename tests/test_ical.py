@@ -85,12 +85,7 @@ class HandWritten:
         return self.put(EVENTS, data)
 
     def commit(self) -> None:
-        for path, content in self.files.items():
-            target = self.repo.root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        self.repo("add", "-A")
-        self.repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", "Add")
+        self.repo.commit_files(self.files, "Add")
         self.files = {}
 
 

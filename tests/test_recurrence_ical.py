@@ -116,12 +116,7 @@ class Files:
                                  "timezone": tz, **fields})
 
     def commit(self) -> None:
-        for path, content in self.files.items():
-            target = self.repo.root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        self.repo("add", "-A")
-        self.repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "--allow-empty", "-m", "Edit")
+        self.repo.commit_files(self.files, "Edit", allow_empty=True)
         self.files = {}
 
 

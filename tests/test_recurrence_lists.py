@@ -235,6 +235,24 @@ def _random_calendar(rng, make_app, repo):
     return svc, c, cat, today, indexed, scanned, admin_i, admin_s
 
 
+def _random_filters(rng, today, cat) -> dict:
+    """A random mix of the list's window, search, category and featured filters."""
+    p = {}
+    if rng.random() < 0.7:
+        p["start_date"] = str(today + timedelta(days=rng.randint(-40, 60)))
+    if rng.random() < 0.5:
+        p["end_date"] = str(today + timedelta(days=rng.randint(0, 200)))
+    if rng.random() < 0.3:
+        p["starts_after"] = str(today + timedelta(days=rng.randint(-10, 30)))
+    if rng.random() < 0.3:
+        p["search"] = rng.choice(["lect", "moved", "yoga", "choir"])
+    if rng.random() < 0.2:
+        p["categories"] = str(cat)
+    if rng.random() < 0.2:
+        p["featured"] = rng.choice(["true", "false"])
+    return p
+
+
 def test_index_and_scanning_agree_with_series(make_app, repo):
     rng = random.Random(16)
     svc, c, cat, today, indexed, scanned, admin_i, admin_s = _random_calendar(rng, make_app, repo)
@@ -253,18 +271,7 @@ def test_index_and_scanning_agree_with_series(make_app, repo):
     for round_ in range(2):
         for _ in range(40):
             p = {"per_page": rng.choice([5, 20, 50]), "page": rng.choice([1, 1, 2])}
-            if rng.random() < 0.7:
-                p["start_date"] = str(today + timedelta(days=rng.randint(-40, 60)))
-            if rng.random() < 0.5:
-                p["end_date"] = str(today + timedelta(days=rng.randint(0, 200)))
-            if rng.random() < 0.3:
-                p["starts_after"] = str(today + timedelta(days=rng.randint(-10, 30)))
-            if rng.random() < 0.3:
-                p["search"] = rng.choice(["lect", "moved", "yoga", "choir"])
-            if rng.random() < 0.2:
-                p["categories"] = str(cat)
-            if rng.random() < 0.2:
-                p["featured"] = rng.choice(["true", "false"])
+            p.update(_random_filters(rng, today, cat))
             both(p, role=rng.random() < 0.3)
         # an edit of one series derives a generation: its occurrences are matched one by one
         path = next(p for eid, p in c.paths.items() if c.events[eid].get("recurrence"))
@@ -310,19 +317,7 @@ def test_the_unpaged_feed_holds_each_file_the_list_shows_once_in_list_order(make
     checked = 0
     for round_ in range(2):
         for _ in range(25):
-            p = {}
-            if rng.random() < 0.7:
-                p["start_date"] = str(today + timedelta(days=rng.randint(-40, 60)))
-            if rng.random() < 0.5:
-                p["end_date"] = str(today + timedelta(days=rng.randint(0, 200)))
-            if rng.random() < 0.3:
-                p["starts_after"] = str(today + timedelta(days=rng.randint(-10, 30)))
-            if rng.random() < 0.3:
-                p["search"] = rng.choice(["lect", "moved", "yoga", "choir"])
-            if rng.random() < 0.2:
-                p["categories"] = str(cat)
-            if rng.random() < 0.2:
-                p["featured"] = rng.choice(["true", "false"])
+            p = _random_filters(rng, today, cat)
             admin = rng.random() < 0.3
             expected = _files_of_list(admin_i if admin else indexed, p)
             if not expected[1]:
