@@ -23,15 +23,29 @@ def say(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def rss_mb() -> float:
-    """Resident set size now (VmRSS), in MB."""
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident set size now (VmRSS) of process ``pid`` (this one by default), in MB."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return peak_rss_mb()
+    return peak_rss_mb() if pid == "self" else float("nan")
+
+
+def child_pids(parent: int) -> list[int]:
+    """The live child processes of ``parent``, from /proc."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                pids.append(int(entry))
+    return sorted(pids)
 
 
 def peak_rss_mb() -> float:

@@ -42,6 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import child_pids, rss_mb  # noqa: E402
+
 API = "/calendar/events/v1"
 SEED = 20261123
 MIX_SIZE = 4000          # distinct request lines in the Lua script
@@ -161,26 +163,6 @@ def request_mix(meta: dict, base: str) -> list[str]:
     return lines
 
 
-def worker_pids(master: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == master:
-                pids.append(int(entry))
-    return sorted(pids)
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def wait_ready(base: str, master: int, seconds: float = 300) -> None:
     """Until both workers have loaded the calendar (each answers a list; 20 answers in a row)."""
     deadline = time.monotonic() + seconds
@@ -228,7 +210,7 @@ def main() -> int:
              "--timeout", "120", "-b", f"127.0.0.1:{args.port}", "--log-level", "warning",
              "calendar_service:create_app()"], cwd=ROOT, env=env)
         wait_ready(base, server.pid)
-        workers = worker_pids(server.pid)
+        workers = child_pids(server.pid)   # gunicorn's workers
         say(f"workers {workers}, RSS after start {[round(rss_mb(p)) for p in workers]} MB")
         lines = request_mix(meta, base)
         paths_file, result_file, lua_file = work / "requests.txt", work / "wrk-result.json", work / "mix.lua"

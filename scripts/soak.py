@@ -27,39 +27,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calendar_service import create_app  # noqa: E402
 from calendar_service.auth.accounts import Accounts  # noqa: E402
+from benchmarks.common import child_pids, rss_mb  # noqa: E402
 
 API = "/calendar/events/v1"
-
-
-def rss_kb() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def children() -> int:
-    """Live child processes of this process (git helpers), from /proc."""
-    me = str(os.getpid())
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
-                count += 1
-    return count
-
-
 def sample() -> dict:
     gc.collect()
-    return {"rss_kb": rss_kb(), "fds": open_fds(), "threads": threading.active_count(), "children": children()}
+    return {"rss_kb": round(rss_mb() * 1024), "fds": open_fds(), "threads": threading.active_count(),
+            "children": len(child_pids(os.getpid()))}
 
 
 def main() -> None:
