@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -114,6 +115,28 @@ class Server:
             return response.status, parsed, raw
         finally:
             conn.close()
+
+
+def kill_mid_stream(server: Server, writers: list, acked: list, stop: threading.Event, enough: int,
+                    seconds: float) -> None:
+    """Start ``server``, run the ``writers`` (callables that write until ``stop`` is set) until
+    ``enough`` writes are acknowledged in ``acked`` or ``seconds`` pass, then SIGKILL the server
+    while requests are in flight, and wait for the writers."""
+    threads = [threading.Thread(target=writer) for writer in writers]
+    try:
+        server.start()
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + seconds
+        while len(acked) < enough and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.kill()
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+    finally:
+        stop.set()
+        server.kill()
 
 
 def is_envelope(body, status: int) -> bool:

@@ -10,6 +10,7 @@ is covered in test_store.py; here it is driven through a restart of a real serve
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import threading
@@ -18,7 +19,7 @@ import time
 import pytest
 
 from conftest import PASSWORDS
-from servers import Server, is_envelope
+from servers import Server, is_envelope, kill_mid_stream
 
 ADMIN = ("administrator", PASSWORDS["administrator"])
 
@@ -59,21 +60,8 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(paths):
     server = Server(paths, "gunicorn", workers=2)
     acked: list = []
     stop = threading.Event()
-    try:
-        server.start()
-        writers = [threading.Thread(target=stream_writes, args=(server, acked, stop, f"w{i}")) for i in range(3)]
-        for w in writers:
-            w.start()
-        deadline = time.monotonic() + 8
-        while len(acked) < 25 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        server.kill()  # mid-stream: requests are in flight
-        stop.set()
-        for w in writers:
-            w.join(timeout=10)
-    finally:
-        stop.set()
-        server.kill()
+    writers = [functools.partial(stream_writes, server, acked, stop, f"w{i}") for i in range(3)]
+    kill_mid_stream(server, writers, acked, stop, enough=25, seconds=8)
     assert len(acked) >= 10, f"only {len(acked)} writes were acknowledged before the kill"
     fsck_full(content)
 

@@ -8,14 +8,14 @@ index match the branch (``git status``), and the small packs writes leave are me
 """
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import threading
-import time
 from collections import Counter
 
 from conftest import PASSWORDS, Client
-from servers import Server
+from servers import Server, kill_mid_stream
 
 from calendar_service.storage.store import GitStore
 from calendar_service.storage.writing import PACK_LIMIT
@@ -152,21 +152,8 @@ def test_sigkill_in_the_middle_of_a_group_loses_nothing_confirmed(paths):
             if status == 201:
                 acked.append((body["id"], body["title"]))
 
-    try:
-        server.start()
-        threads = [threading.Thread(target=stream, args=(f"group {i}",)) for i in range(4)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 15
-        while len(acked) < 20 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        server.kill()
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=10)
-    finally:
-        stop.set()
-        server.kill()
+    writers = [functools.partial(stream, f"group {i}") for i in range(4)]
+    kill_mid_stream(server, writers, acked, stop, enough=20, seconds=15)
     assert len(acked) >= 10, f"only {len(acked)} writes were acknowledged before the kill"
     fsck_full(content)
     # every confirmed write is a commit on the branch, once
