@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
 CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files changed since its commit
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
-# the modules that decide what a parsed record holds: a cache written by other code is ignored
-PARSING_MODULES = ("records.py", "resources.py", "dates.py")
+# the modules that decide what the cache holds (a parsed record; the snapshot's maps kept with
+# the records): a cache written by other code is ignored
+CACHED_MODULES = ("records.py", "resources.py", "dates.py", "snapshot.py")
 # the layout of the cache file (a whole snapshot per commit): part of its version, so that code
 # expecting another layout ignores it
 CACHE_FORMAT = b"snapshot-2"
@@ -64,9 +65,10 @@ def load_directory(root) -> Snapshot:
 
 @functools.cache
 def cache_version() -> str:
-    """A hash of the code that parses record files, computed once when first needed."""
+    """A hash of the code that parses record files and derives the snapshot's maps, computed
+    once when first needed."""
     digest = hashlib.sha1(CACHE_FORMAT)
-    for name in PARSING_MODULES:
+    for name in CACHED_MODULES:
         digest.update((Path(records.__file__).parent / name).read_bytes())
     return digest.hexdigest()
 
