@@ -13,19 +13,47 @@ def test_importing_the_service_leaves_whoosh_unpatched(tmp_path):
     # a fresh interpreter: this test process has imported everything already
     script = textwrap.dedent("""
         from whoosh.codec import whoosh3
+        from whoosh.codec import base
         from whoosh.filedb import compound
         original = whoosh3.W3PerDocReader.__dict__["_cached_reader"]
         buffer_file = compound.BufferFile
+        from whoosh import util, writing
+        from whoosh.filedb import filestore
+        naming = (base, filestore, compound, writing)
         import calendar_service
         import calendar_service.index.search
         from calendar_service.http.app import create_app
         assert whoosh3.W3PerDocReader.__dict__["_cached_reader"] is original, "whoosh was patched at import"
         assert compound.BufferFile is buffer_file, "whoosh's segment files were replaced at import"
+        assert all(module.random_name is util.random_name for module in naming), "whoosh's file names were replaced at import"
         print("untouched")
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "untouched"
+
+
+def test_segment_names_do_not_repeat_when_random_is_reseeded(tmp_path):
+    """Whoosh names segments with the global ``random``; once the index is opened its names come
+    from ``secrets``, so a library or test that seeds ``random`` cannot make a name repeat."""
+    import random
+
+    from whoosh import fields, index as whoosh_index
+
+    from calendar_service.index import segments
+
+    segments.install()
+    ix = whoosh_index.create_in(str(tmp_path), fields.Schema(key=fields.ID(stored=True)))
+    names = []
+    for key in ("one", "two"):
+        random.seed(15)
+        writer = ix.writer()
+        writer.add_document(key=key)
+        writer.commit(merge=False)
+        names.append({segment.segment_id() for segment in ix._segments()})
+    assert len(names[1]) == 2 and names[0] < names[1], names
+    with ix.searcher() as searcher:
+        assert sorted(doc["key"] for doc in searcher.all_stored_fields()) == ["one", "two"]
 
 
 def test_our_writers_remember_missing_columns(tmp_path):

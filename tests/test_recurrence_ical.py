@@ -10,8 +10,6 @@ written as an editor would (files, one commit) and read through the real app.
 """
 from __future__ import annotations
 
-import random
-import uuid
 import warnings
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -387,8 +385,6 @@ def window_near(s: rec.Series):
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 def test_the_feed_expands_to_exactly_the_series_occurrences(files, anon, drawn, data):
-    # hypothesis seeds ``random`` alike for every example; whoosh names its index segments with it
-    random.seed(uuid.uuid4().int)
     s, exceptions = drawn
     span = data.draw(window_near(s), label="window")
     files.series(77, s, exceptions)

@@ -5,16 +5,27 @@ postings, columns) to a ``BufferFile``, which reads positioned values from the m
 copies the whole part into a ``BytesIO`` for its sequential reads: the terms and postings of a
 10,000-event index cost 4 MB of copies in every process serving it (about 40 MB at 100,000),
 on top of the mapped pages the page cache shares between processes. ``SegmentPart`` gives
-``BufferFile`` the same sequential reads over the mapping itself. ``install()`` puts it in
-place (``whoosh.filedb.compound`` builds its buffer files through that name, so it is the one
-change to Whoosh a serving process makes); the search index calls it when it is opened, never
-an import: a program that merely imports the service keeps Whoosh as it is.
+``BufferFile`` the same sequential reads over the mapping itself.
+
+Whoosh also names new segments and its temporary files with the process-wide ``random``
+module: whatever seeds it (a library, a test framework seeding every example alike) makes the
+next names repeat, and a repeated segment name in one index folder writes over a live
+segment's files. ``file_name`` makes those names from the operating system's randomness.
+
+``install()`` puts both in place (``whoosh.filedb.compound`` builds its buffer files through
+that name; the codec, the file storage, the compound writer and the posting pool take
+``random_name`` from their own module namespace), the only changes to Whoosh a serving process
+makes; the search index calls it when it is opened, never an import: a program that merely
+imports the service keeps Whoosh as it is.
 """
 from __future__ import annotations
 
 import os
+import secrets
 
-from whoosh.filedb import compound, structfile
+from whoosh import writing
+from whoosh.codec import base as codec_base
+from whoosh.filedb import compound, filestore, structfile
 
 PEEK_BYTES = 256   # what ``peek`` hands over at most (the unpickler asks for 128 KB; a block header is ~100 bytes)
 
@@ -83,6 +94,20 @@ class SegmentPart(structfile.BufferFile):
         self.is_closed = False
 
 
+NAME_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"   # whoosh's own alphabet for file names
+# the modules that call ``whoosh.util.random_name`` through a name of their own
+NAMING_MODULES = (codec_base, filestore, compound, writing)
+
+
+def file_name(size: int = 28) -> str:
+    """A segment's or temporary file's random name part, from ``secrets``: a reseeded ``random``
+    never makes it repeat (``whoosh.util.random_name``'s signature)."""
+    return "".join(secrets.choice(NAME_CHARS) for _ in range(size))
+
+
 def install() -> None:
-    """Make Whoosh read compound segment parts through ``SegmentPart`` (idempotent)."""
+    """Make Whoosh read compound segment parts through ``SegmentPart`` and name its files with
+    ``file_name`` (idempotent)."""
     compound.BufferFile = SegmentPart
+    for module in NAMING_MODULES:
+        module.random_name = file_name
