@@ -11,10 +11,14 @@ import threading
 from collections import OrderedDict
 from functools import cached_property
 
+from pyroaring import BitMap
+
+from calendar_service.domain.layered import Layered
 from calendar_service.domain.records import Problem, Record, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
+NO_EVENTS = BitMap()   # the events of a term no event names (shared: never changed)
 
 
 def ref_term(ref) -> str:
@@ -92,8 +96,11 @@ def _all_distinct(records: list[Record]) -> bool:
 
 
 def index_refs(events: list[Record], refs: dict, published_refs: dict) -> None:
-    """Enter the references of ``events`` in ``refs`` and ``published_refs`` (a snapshot's full
-    build: the same as ``Snapshot._add`` per event, in one loop without copies)."""
+    """Enter the references of ``events`` in ``refs`` and ``published_refs``, each (key, term) ->
+    the ids of the events naming it as a compressed bitmap (a snapshot's full build: the same as
+    ``Snapshot._add`` per event, in one loop without copies)."""
+    lists: dict = {}
+    published_lists: dict = {}
     for record in events:
         data, rid = record.data, record.id
         published = (data.get("status") or "publish") == "publish"
@@ -109,15 +116,28 @@ def index_refs(events: list[Record], refs: dict, published_refs: dict) -> None:
                 else:
                     continue
                 pair = (key, term)
-                found = refs.get(pair)
+                found = lists.get(pair)
                 if found is None:
-                    found = refs[pair] = set()
-                found.add(rid)
+                    found = lists[pair] = []
+                found.append(rid)
                 if published:
-                    found = published_refs.get(pair)
+                    found = published_lists.get(pair)
                     if found is None:
-                        found = published_refs[pair] = set()
-                    found.add(rid)
+                        found = published_lists[pair] = []
+                    found.append(rid)
+    for source, target in ((lists, refs), (published_lists, published_refs)):
+        for pair, ids in source.items():
+            target[pair] = BitMap(ids)
+
+
+def _bitmaps(stored) -> dict | None:
+    """(key, term) -> bitmap from what ``Snapshot.derived`` kept (None when it is not that)."""
+    if not isinstance(stored, dict):
+        return None
+    try:
+        return {pair: BitMap.deserialize(data) for pair, data in stored.items()}
+    except (TypeError, ValueError):
+        return None
 
 
 def _by_resource(parsed: list[Record]) -> tuple[dict, dict]:
@@ -145,8 +165,9 @@ class Snapshot:
         # derived values kept across the commits derived from one another, each stored with what it
         # was derived from (the records themselves) and used only while that is unchanged
         self.lasting = previous.lasting if previous is not None else Memo()
-        self._counts: dict = {}   # (reference key, term id, slug) -> published events naming the term
-        self._touched: set | None = None
+        # (reference key, term id, slug) -> (the bitmaps counted, count), shared by derived snapshots: used
+        # while both bitmaps are the same objects (a bitmap is copied before it changes)
+        self._counts: dict = previous._counts if previous is not None else {}
         # (previous commit, paths changed since) when derived from a previous snapshot: the search
         # index derives its next generation from the same changes
         self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
@@ -177,8 +198,8 @@ class Snapshot:
         self.by_id: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
         self.by_slug: dict[str, dict[str, Record]] = {name: {} for name in RESOURCES}
         self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
-        self.refs_index: dict[tuple[str, str], set[int]] = {}
-        self.published_refs: dict[tuple[str, str], set[int]] = {}
+        self.refs_index: dict[tuple[str, str], BitMap] = {}
+        self.published_refs: dict[tuple[str, str], BitMap] = {}
         self._conflicts: list[Problem] = []
         self._copied = None   # a full build owns every set it makes: nothing to copy first
         self.unassigned, self.displaced, self.reslugged = [], [], []
@@ -230,16 +251,20 @@ class Snapshot:
             self.ids[resource.id_space].update(by_id)
         restored = self._restored
         self._restored = None
-        if restored is not None and isinstance(restored.get("refs"), dict) and isinstance(restored.get("published"), dict):
-            self.refs_index, self.published_refs = restored["refs"], restored["published"]
+        refs = _bitmaps(restored.get("refs")) if restored is not None else None
+        published = _bitmaps(restored.get("published")) if refs is not None else None
+        if published is not None:
+            self.refs_index, self.published_refs = refs, published
         else:
             index_refs(groups.get(EVENTS, []), self.refs_index, self.published_refs)
         return True
 
     def derived(self) -> dict:
         """The maps a full build of this commit computes from its records that are worth keeping
-        with them (plain data: the reference sets by term), for ``restored``."""
-        return {"refs": self.refs_index, "published": self.published_refs, "distinct": self.distinct}
+        with them (plain data: the events by term, each bitmap as its portable bytes), for ``restored``."""
+        return {"refs": {pair: ids.serialize() for pair, ids in self.refs_index.items()},
+                "published": {pair: ids.serialize() for pair, ids in self.published_refs.items()},
+                "distinct": self.distinct}
 
     def _in_order(self) -> list[Record]:
         """Every parsed record, by path; files that claim one id or slug are put in order of seniority
@@ -262,15 +287,15 @@ class Snapshot:
         return sorted(parsed, key=lambda r: order.get(r.path, (-1, r.path)))
 
     def _advance(self, previous: "Snapshot", changed: set[str]) -> bool:
-        """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed."""
-        self.by_id = {name: dict(m) for name, m in previous.by_id.items()}
-        self.by_slug = {name: dict(m) for name, m in previous.by_slug.items()}
-        self.ids = {name: dict(m) for name, m in previous.ids.items()}
-        self.refs_index = dict(previous.refs_index)
-        self.published_refs = dict(previous.published_refs)
+        """Derive the maps from ``previous`` by replaying ``changed`` paths; False if a full build is needed.
+        The maps are ``Layered``: the previous ones shared, not copied (a commit costs what it changed)."""
+        self.by_id = {name: Layered.of(m) for name, m in previous.by_id.items()}
+        self.by_slug = {name: Layered.of(m) for name, m in previous.by_slug.items()}
+        self.ids = {name: Layered.of(m) for name, m in previous.ids.items()}
+        self.refs_index = Layered.of(previous.refs_index)
+        self.published_refs = Layered.of(previous.published_refs)
         self._conflicts = []
         self._copied = set()
-        self._touched = set()   # (key, term) of every reference of the events taken out or put in
         for path in changed:
             old = previous.files.get(path)
             old_record = old[1] if old else None
@@ -286,10 +311,6 @@ class Snapshot:
             self._add(record)
         self._copied = None
         self.distinct = True   # derived only from a snapshot without conflicts, and none added
-        touched, self._touched = self._touched, None
-        # the terms' counts the changed events cannot have moved are still right
-        self._counts = {k: n for k, n in dict(previous._counts).items()
-                        if (k[0], f"#{k[1]}") not in touched and (k[0], f"s:{k[2]}") not in touched}
         return True
 
     def _conflict(self, record: Record) -> str | None:
@@ -311,7 +332,6 @@ class Snapshot:
         if resource is EVENTS:
             published = record.status == "publish"
             for key, term in _event_refs(record):
-                self._touched.add((key, term))
                 self._set(self.refs_index, (key, term)).add(record.id)
                 if published:
                     self._set(self.published_refs, (key, term)).add(record.id)
@@ -327,18 +347,18 @@ class Snapshot:
             del self.by_slug[resource.name][record.slug]
         if resource is EVENTS:
             for key, term in _event_refs(record):
-                self._touched.add((key, term))
                 for index in (self.refs_index, self.published_refs):
                     if (key, term) in index:
                         self._set(index, (key, term)).discard(record.id)
 
-    def _set(self, index: dict, key) -> set:
-        """The set for ``key``, copied first if it is still shared with the previous snapshot."""
+    def _set(self, index, key) -> BitMap:
+        """The bitmap for ``key``, copied first if it is still shared with the previous snapshot."""
         marker = (id(index), key)
         if self._copied is not None and marker not in self._copied:
             self._copied.add(marker)
-            index[key] = set(index.get(key, ()))
-        return index.setdefault(key, set())
+            old = index.get(key)
+            index[key] = BitMap(old) if old is not None else BitMap()
+        return index.setdefault(key, BitMap())
 
     # ------------------------------------------------------------------------- reading
 
@@ -393,27 +413,29 @@ class Snapshot:
                 found.append(record)
         return found
 
-    def _referencing_ids(self, index: dict, key: str, target: Record) -> set[int]:
-        """Ids of the events of ``index`` whose ``key`` names ``target`` by id or by slug."""
-        by_id = index.get((key, f"#{target.id}"), set())
+    def _referencing_ids(self, index, key: str, target: Record) -> BitMap:
+        """Ids of the events of ``index`` whose ``key`` names ``target`` by id or by slug (sorted)."""
+        by_id = index.get((key, f"#{target.id}"), NO_EVENTS)
         by_slug = index.get((key, f"s:{target.slug}"))
         return by_id | by_slug if by_slug else by_id
 
     def events_referencing(self, key: str, target: Record) -> list[Record]:
         """The events whose ``key`` points at ``target`` (by id or by slug), any status."""
         events = self.by_id[EVENTS.name]
-        return [events[i] for i in sorted(self._referencing_ids(self.refs_index, key, target)) if i in events]
+        return [events[i] for i in self._referencing_ids(self.refs_index, key, target) if i in events]
 
     def published_count(self, key: str, target: Record) -> int:
         """How many published events point at ``target`` (a term's ``count``; remembered for this
         commit: every listed event embedding the term asks, and the sets can be large)."""
         memo_key = (key, target.id, target.slug)
-        count = self._counts.get(memo_key)
-        if count is None:
-            by_id = self.published_refs.get((key, f"#{target.id}"), set())
-            by_slug = self.published_refs.get((key, f"s:{target.slug}"))
-            count = len(by_id) + (len(by_slug.difference(by_id)) if by_slug else 0)
-            self._counts[memo_key] = count   # one small int per term at most: no bound needed
+        by_id = self.published_refs.get((key, f"#{target.id}"), NO_EVENTS)
+        by_slug = self.published_refs.get((key, f"s:{target.slug}"))
+        found = self._counts.get(memo_key)
+        if found is not None and found[0] is by_id and found[1] is by_slug:
+            return found[2]
+        count = by_id.union_cardinality(by_slug) if by_slug else len(by_id)
+        # one entry per term (no bound needed), holding its bitmaps: their identity cannot be reused
+        self._counts[memo_key] = (by_id, by_slug, count)
         return count
 
     def reference_problems(self, line_of=None) -> list[Problem]:

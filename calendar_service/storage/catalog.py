@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from calendar_service.domain import records
+from calendar_service.domain.layered import Layered
 from calendar_service.domain.records import Problem, Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot
@@ -255,7 +256,7 @@ class Catalog:
                 cached = {}
         else:
             changed = self.store.changed_files(previous.commit, head)
-            files = dict(previous.files)
+            files = Layered.of(previous.files)   # the previous files shared, not copied
             claims = {path: i for path, i in previous.claims.items() if path not in changed}
         hits: set = set()
         if cached:
@@ -326,7 +327,7 @@ class Catalog:
         if previous.commit is None:
             return self.store.change_dates(head)
         before = previous.file_dates
-        dates = dict(before)   # a copy in C, then the few changed paths out: not a loop over every file
+        dates = Layered.of(before)   # the previous dates shared, not copied: the few changed paths out
         for path in changed:
             dates.pop(path, None)
         present = [path for path, blob in changed.items() if blob is not None]
