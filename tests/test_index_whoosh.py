@@ -104,6 +104,9 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
             doc["flags"] = "featured,sticky,featured"
         if n % 7 == 0:
             doc["parent"] = str(rng.randint(1, 9))
+        if n % 50 == 0:   # terms with few postings (kept inline by the rebuild writer), one counted twice
+            doc["text"] += f" rare{n % 150} rare{n % 150}"
+            doc["tags"] = f"t{n % 100},t{n % 100}"
         docs.append(doc)
     built = {}
     for name, opener in (("whoosh", open_writer), ("rebuild", open_rebuild_writer)):
@@ -117,7 +120,16 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
         built[name] = _index_content(tmp_path / name)
     assert built["rebuild"][("flags", b"featured")][-1][0][1:] == (2.0, b"\x00\x00\x00\x02")   # counted twice
     assert len(built["rebuild"][("text", b"jazz")][-1]) > 128
+    assert built["rebuild"][("tags", b"t0")][-1] == [(0, 2.0, b"\x00\x00\x00\x02"), (100, 2.0, b"\x00\x00\x00\x02"),
+                                                    (200, 2.0, b"\x00\x00\x00\x02"), (300, 2.0, b"\x00\x00\x00\x02"),
+                                                    (400, 2.0, b"\x00\x00\x00\x02"), (500, 2.0, b"\x00\x00\x00\x02"),
+                                                    (600, 2.0, b"\x00\x00\x00\x02")]
     assert built["rebuild"] == built["whoosh"]
+    # the few-posting terms really are inline in the rebuild (and in blocks in Whoosh's own index)
+    for name, inlined in (("rebuild", True), ("whoosh", False)):
+        with whoosh_index.open_dir(str(tmp_path / name)).reader() as reader:
+            for field, term in (("path", "events/e3.md"), ("tags", "t0"), ("text", "rare50"), ("text", "jazz")):
+                assert reader.term_info(field, term).is_inlined() == (inlined and term != "jazz"), (name, term)
 
 
 def test_search_words_of_a_document_are_the_analysed_words():

@@ -32,7 +32,7 @@ from calendar_service.index import segments
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
-                                           occurrence_entries)
+                                           occurrence_entries, rid_of_path)
 from calendar_service.index.view import BaseView, IndexView
 from calendar_service.index.writer import open_rebuild_writer, open_writer
 from calendar_service.domain.snapshot import Snapshot
@@ -385,9 +385,9 @@ class SearchIndex:
         ids: set[int] = set()
         with ix.searcher() as searcher:
             for path in paths:
-                stored = searcher.document(path=path)
-                if stored is not None:
-                    ids.add(int(stored["rid_key"]))
+                rid = rid_of_path(searcher, path)
+                if rid is not None:
+                    ids.add(rid)
         for path in paths:
             writer.delete_by_term("path", path)
             entry = snapshot.files.get(path)
