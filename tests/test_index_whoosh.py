@@ -140,3 +140,31 @@ def test_search_words_of_a_document_are_the_analysed_words():
                  "Jazz jazz JAZZ nights night " * 5, ""):
         assert analysed_set(text) == set(analyse(text))
     assert analysed_set("Jazz jazz nights") == {"jazz", "night"}
+
+
+def test_documents_made_in_a_child_process_are_the_documents_made_here():
+    """A full rebuild's documents come from a forked child in batches, in order; when the child
+    fails half way, the ones it did not send are made in this process."""
+    import os
+
+    from calendar_service.index import building
+
+    parent = os.getpid()
+    records = list(range(building.MIN_EVENTS + 3 * building.BATCH + 5))
+
+    def make(n):
+        return {"n": n, "pid": os.getpid()}
+
+    made = list(building.documents(records, make))
+    assert [d["n"] for d in made] == records
+    assert {d["pid"] for d in made} - {parent}, "the documents were not made in a child process"
+
+    def failing(n):   # the child fails after its first batch
+        if os.getpid() != parent and n >= building.BATCH:
+            raise RuntimeError("child failure")
+        return {"n": n, "pid": os.getpid()}
+
+    made = list(building.documents(records, failing))
+    assert [d["n"] for d in made] == records
+    assert {d["pid"] for d in made[building.BATCH:]} == {parent}
+    assert not [d for d in made[:building.BATCH] if d["pid"] == parent]

@@ -29,7 +29,7 @@ from whoosh import index as whoosh_index
 from whoosh.reading import ReaderClosed
 
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import generations, segments
+from calendar_service.index import building, generations, segments
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
@@ -459,8 +459,9 @@ class SearchIndex:
         writer = open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB)
         events = snapshot.all(EVENTS)
         total = len(events)
-        for n, record in enumerate(events, 1):
-            writer.add_document(**event_document(record, self.site_tz))
+        site_tz = self.site_tz
+        for n, doc in enumerate(building.documents(events, lambda record: event_document(record, site_tz)), 1):
+            writer.add_document(**doc)
             if progress and (n % PROGRESS_EVERY == 0 or n == total):
                 progress(n, total)
         writer.commit()

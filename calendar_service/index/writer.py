@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections import defaultdict
 from pickle import dumps
 
 from whoosh import columns, formats, writing
@@ -101,13 +102,14 @@ class BulkSegmentWriter(SegmentWriter):
 
     def __init__(self, ix, **kwargs):
         super().__init__(ix, **kwargs)
-        self._postings: dict[str, dict[bytes, list]] = {}
+        self._postings: dict[str, dict[str, list]] = {}
         # field name -> (field, words of a value or None, counted (Frequency), stored, column, postings)
         self._plan = {}
         # numeric column -> {docnum: value}, written at commit (other columns are added per document)
         self._numeric: dict[str, dict[int, int]] = {}
         for name, field in self.schema.items():
-            postings = self._postings[name] = {} if field.indexed else None
+            # term (text; encoded once at commit) -> docnums, or (docnum, count) for a repeated word
+            postings = self._postings[name] = defaultdict(list) if field.indexed else None
             column = field.column_type
             if type(column) is columns.NumericColumn:
                 column = self._numeric.setdefault(name, {})
@@ -145,10 +147,12 @@ class BulkSegmentWriter(SegmentWriter):
                     for word in words:
                         counts[word] = counts.get(word, 0) + 1
                     for word, n in counts.items():
-                        postings.setdefault(word.encode("utf-8"), []).append((docnum, n))
+                        postings[word].append((docnum, n))
+                elif len(words) == 1:
+                    postings[words[0]].append(docnum)
                 else:
-                    for word in (words if len(words) == 1 else dict.fromkeys(words)):
-                        postings.setdefault(word.encode("utf-8"), []).append(docnum)
+                    for word in dict.fromkeys(words):
+                        postings[word].append(docnum)
             if stored:
                 perdoc.add_field(name, field, value, 0)
             if type(column) is dict:
@@ -190,8 +194,7 @@ class BulkSegmentWriter(SegmentWriter):
             block = writer._postwriter
             limit = block._blocklimit
             table, key = writer._tindex, pack_ushort(writer._fieldid)
-            for btext in sorted(terms):
-                entries = terms[btext]
+            for btext, entries in sorted((text.encode("utf-8"), entries) for text, entries in terms.items()):
                 if len(entries) <= INLINE_POSTINGS:
                     table.add(key + btext, _inline_terminfo(entries, boost, counted))
                     continue
