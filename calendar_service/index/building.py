@@ -1,14 +1,17 @@
-"""The documents of a full rebuild, made in a second process while this one writes the segment.
+"""A full rebuild written by two processes, one segment each.
 
-Making an event's document (its dates, its analysed words) is about a third of a full
-reindex; the rest (postings, columns, the segment) needs the writer. On a machine with two
-cores or more, a forked child makes the documents and sends them in pickled batches through
-a pipe, while this process adds them to the writer: the two halves overlap. The child shares
-the snapshot with its parent (fork, copy on write), writes nothing but the pipe and exits with
-``os._exit``; it logs nothing and takes no lock of the parent's.
+Every part of a full reindex (making an event's document, its postings, the segment) costs per
+event, and one Python process uses one core. On a machine with two cores or more, a forked
+child indexes the first half of the events into a segment of its own (in a scratch index beside
+the build) while this process indexes the second half; the child's segment file is then moved
+into the build and listed before this process's segment in one commit. A reader sees the same
+documents with the same document numbers as one writer would give (the halves are in order),
+in two segments instead of one; later writes never merge segments this large.
 
-A child that fails, dies or goes quiet for CHILD_TIMEOUT seconds is killed, and the documents
-it did not send are made here: the rebuild's result never depends on the child.
+The child shares the snapshot with its parent (fork, copy on write), disables gc (a collection
+would copy every page it touches), writes only its scratch index and the pipe, and leaves with
+``os._exit``; it logs nothing. A child that fails, dies or does not answer in time is killed and
+this process indexes its half itself: the rebuild never depends on the child.
 """
 from __future__ import annotations
 
@@ -16,27 +19,17 @@ import contextlib
 import gc
 import os
 import pickle
+import random
 import select
+import shutil
 import signal
+import time
+from pathlib import Path
 
-MIN_EVENTS = 2000        # fewer events: made in this process (a fork is not worth it)
-BATCH = 256              # documents per pickled batch
-CHILD_TIMEOUT = 30.0     # seconds without a batch before the child is given up
+from whoosh import index as whoosh_index
 
-
-def _read(fd: int, size: int) -> bytes:
-    """``size`` bytes from the pipe ``fd``; fewer (b"" or a part) at its end or after CHILD_TIMEOUT
-    seconds without data."""
-    parts, left = [], size
-    while left:
-        if not select.select([fd], [], [], CHILD_TIMEOUT)[0]:
-            break
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
+MIN_EVENTS = 2000        # fewer events: one process (a fork is not worth it)
+MIN_WAIT_SECONDS = 60    # the child is waited for at least this long after this process's half, or 3x its time
 
 
 def _cores() -> int:
@@ -46,45 +39,88 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def documents(records: list, make):
-    """``make(record)`` of every record, in order (a generator), made in a child process when
-    the machine has a second core and there are at least MIN_EVENTS records."""
+def _add(writer, records, make, progress, every: int, scale: float) -> None:
+    for n, record in enumerate(records, 1):
+        writer.add_document(**make(record))
+        if progress and (n % every == 0 or n == len(records)):
+            progress(round(n * scale), round(len(records) * scale))
+
+
+def build(build_dir: Path, schema, records: list, make, open_writer, progress=None, every: int = 500) -> None:
+    """Create the Whoosh index of ``make(record)`` for every record at ``build_dir`` (committed),
+    with ``open_writer(ix)`` as the writer; in two processes when worth it (see above).
+    ``progress(done, total)`` is called every ``every`` documents."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    ix = whoosh_index.create_in(str(build_dir), schema)
     if len(records) < MIN_EVENTS or _cores() < 2 or not hasattr(os, "fork"):
-        for record in records:
-            yield make(record)
+        writer = open_writer(ix)
+        _add(writer, records, make, progress, every, 1.0)
+        writer.commit()
         return
+    half = len(records) // 2
+    scratch = build_dir.parent / f"{build_dir.name}-part"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
-    if pid == 0:   # the child: make, send, exit (never return into the parent's code)
+    if pid == 0:   # the child: index the first half, send its segment, exit (never return)
         code = 1
         try:
-            gc.disable()   # a collection would touch (and so copy) every page of the shared snapshot
+            gc.disable()
+            random.seed()   # Whoosh names segments from the global random: not the parent's sequence
             os.close(read_fd)
-            for first in range(0, len(records), BATCH):
-                data = pickle.dumps([make(r) for r in records[first:first + BATCH]], pickle.HIGHEST_PROTOCOL)
-                view = memoryview(len(data).to_bytes(8, "big") + data)
-                while view:
-                    view = view[os.write(write_fd, view):]
+            part = open_writer(whoosh_index.create_in(str(scratch), schema))
+            for record in records[:half]:
+                part.add_document(**make(record))
+            view = memoryview(pickle.dumps(part._finalize_segment()))
+            while view:
+                view = view[os.write(write_fd, view):]
             code = 0
         finally:
             os._exit(code)
     os.close(write_fd)
-    sent = 0
+    segment = None
     try:
-        while sent < len(records):
-            head = _read(read_fd, 8)
-            size = int.from_bytes(head, "big") if len(head) == 8 else 0
-            data = _read(read_fd, size) if size else b""
-            if not size or len(data) < size:
-                break   # the child died, failed or went quiet: give it up
-            batch = pickle.loads(data)
-            sent += len(batch)
-            yield from batch
+        started = time.monotonic()
+        writer = open_writer(ix)
+        _add(writer, records[half:], make, progress, every, len(records) / (len(records) - half))
+        wait = max(MIN_WAIT_SECONDS, 3 * (time.monotonic() - started))
+        segment = _receive(read_fd, wait)
     finally:
         os.close(read_fd)
         with contextlib.suppress(ProcessLookupError):
-            if sent < len(records):
+            if segment is None:
                 os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    for record in records[sent:]:
-        yield make(record)
+        with contextlib.suppress(ChildProcessError):   # reaped already by a SIGCHLD handler of the host
+            _, status = os.waitpid(pid, 0)
+            if status:
+                segment = None
+    if segment is None:   # the child failed: its half is indexed here, after this process's
+        _add(writer, records[:half], make, None, every, 1.0)
+        writer.commit()
+    else:
+        name = segment.segment_id()
+        for path in scratch.iterdir():
+            if path.name.startswith(name):
+                os.replace(path, build_dir / path.name)
+        writer.commit(mergetype=lambda _writer, segments: [*segments, segment])
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _receive(fd: int, timeout: float):
+    """The segment the child sends through ``fd`` (unpickled), or None if it sends nothing
+    whole within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    parts = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        parts.append(chunk)
+    try:
+        return pickle.loads(b"".join(parts)) if parts else None
+    except Exception:
+        return None

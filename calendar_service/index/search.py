@@ -455,16 +455,11 @@ class SearchIndex:
         build_dir = self.directory / f"build-{os.getpid()}"
         shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True)
-        ix = whoosh_index.create_in(str(build_dir), make_schema())
-        writer = open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB)
         events = snapshot.all(EVENTS)
         total = len(events)
         site_tz = self.site_tz
-        for n, doc in enumerate(building.documents(events, lambda record: event_document(record, site_tz)), 1):
-            writer.add_document(**doc)
-            if progress and (n % PROGRESS_EVERY == 0 or n == total):
-                progress(n, total)
-        writer.commit()
+        building.build(build_dir, make_schema(), events, lambda record: event_document(record, site_tz),
+                       lambda ix: open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB), progress, PROGRESS_EVERY)
         generations.switch(self.directory, build_dir)
         self._write_state(snapshot.commit)
         log.info("indexed %d events in %.1f s", total, time.monotonic() - started)
