@@ -109,7 +109,6 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
     """A full rebuild's writer gives the index Whoosh's own add_document and commit give:
     every term, posting, weight, value, stored field and column, for every field of our schema
     (repeated and blank keywords, a term in more documents than a block holds, missing fields)."""
-    import random
 
     from whoosh import index as whoosh_index
 

@@ -20,10 +20,15 @@ rebuild when the state is unusable.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
 import os
 import shutil
 import time
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 LINK = "whoosh"
 LEGACY = "gen-legacy"
@@ -82,3 +87,25 @@ def remove_unused(directory: Path, keep_builds: bool = False) -> None:
             shutil.rmtree(path, ignore_errors=True)
         elif not keep_builds and name.startswith(("build-", "old-")) and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def writer_lock(directory: Path, blocking: bool):
+    """The index's writer lock (one writer at a time across processes; yields False when
+    ``blocking`` is false and another holds it). Taking it undoes an interrupted switch."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            if recover(directory):
+                log.warning("the search index's previous generation was put back (a switch was interrupted)")
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

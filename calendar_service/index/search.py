@@ -15,7 +15,6 @@ this module keeps the index on disk in step with the branch.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -100,6 +99,28 @@ def _follow_loop(index: "SearchIndex") -> None:
             log.exception("updating the search index failed")
 
 
+def rebuild_reason(index: "SearchIndex", state: dict | None, changes) -> str:
+    """Why ``sync`` rebuilds rather than applying changes (logged with every full rebuild; a
+    reason in EXPECTED at INFO level, any other as a warning)."""
+    if not state:
+        try:
+            raw = json.loads(index.state_file.read_text())
+        except FileNotFoundError:
+            return "no index state (a new index)"
+        except ValueError:
+            return "the index state is unreadable"
+        if raw.get("schema") != SCHEMA_VERSION:
+            return f"index schema {raw.get('schema')} (this code's is {SCHEMA_VERSION})"
+        if raw.get("site_timezone") != index.site_tz.key:
+            return f"site time zone {raw.get('site_timezone')} (now {index.site_tz.key})"
+        return "the index state is unusable"
+    if not state.get("commit"):
+        return "the index state names no commit (an empty repository, or an interrupted repair)"
+    if changes is None:
+        return f"the changes since the indexed commit {state['commit'][:12]} are not known (history rewritten?)"
+    return "the index directory is missing"
+
+
 def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
     """A generation read from the index on disk (which reflects ``snapshot``), its series'
     occurrences expanded up to ``horizon``."""
@@ -155,24 +176,8 @@ class SearchIndex:
                                    "updated": datetime.now(timezone.utc).isoformat()}))
         os.replace(tmp, self.state_file)
 
-    @contextlib.contextmanager
     def _writer_lock(self, blocking: bool):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                if generations.recover(self.directory):
-                    log.warning("the search index's previous generation was put back (a switch was interrupted)")
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        return generations.writer_lock(self.directory, blocking)
 
     # ------------------------------------------------------------------------- reading
 
@@ -373,7 +378,7 @@ class SearchIndex:
             usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
                       and whoosh_index.exists_in(str(self.whoosh_dir)))
             if not usable:
-                self.rebuild(snapshot, progress, reason=why or self._rebuild_reason(state, changes))
+                self.rebuild(snapshot, progress, reason=why or rebuild_reason(self, state, changes))
                 return True
             try:
                 ix = whoosh_index.open_dir(str(self.whoosh_dir))
@@ -420,27 +425,6 @@ class SearchIndex:
                 writer.add_document(**event_document(record, self.site_tz))
             if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
                 progress(n, len(ids))
-
-    def _rebuild_reason(self, state: dict | None, changes) -> str:
-        """Why ``sync`` rebuilds rather than applying changes (logged with every full rebuild; a
-        reason in EXPECTED at INFO level, any other as a warning)."""
-        if not state:
-            try:
-                raw = json.loads(self.state_file.read_text())
-            except FileNotFoundError:
-                return "no index state (a new index)"
-            except ValueError:
-                return "the index state is unreadable"
-            if raw.get("schema") != SCHEMA_VERSION:
-                return f"index schema {raw.get('schema')} (this code's is {SCHEMA_VERSION})"
-            if raw.get("site_timezone") != self.site_tz.key:
-                return f"site time zone {raw.get('site_timezone')} (now {self.site_tz.key})"
-            return "the index state is unusable"
-        if not state.get("commit"):
-            return "the index state names no commit (an empty repository, or an interrupted repair)"
-        if changes is None:
-            return f"the changes since the indexed commit {state['commit'][:12]} are not known (history rewritten?)"
-        return "the index directory is missing"
 
     def rebuild(self, snapshot: Snapshot, progress=None, reason: str = "not given") -> int:
         """Index every event of ``snapshot`` into a fresh directory, then switch to it in one
