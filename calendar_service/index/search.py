@@ -335,8 +335,6 @@ class SearchIndex:
 
         threading.Thread(target=work, name="calendar-index-repair", daemon=True).start()
 
-        threading.Thread(target=work, name="calendar-index-repair", daemon=True).start()
-
     def rebuild_now(self, snapshot: Snapshot, progress=None) -> int:
         """Rebuild the whole index for ``snapshot`` (waits for any other writer). Returns the count."""
         with self._writer_lock(True):
