@@ -48,8 +48,9 @@ def check_repository(root, outcomes: list, index_dir) -> None:
 
 def index_ids(index_dir) -> set[int]:
     ix = whoosh_index.open_dir(str(index_dir / "whoosh"))
-    with ix.searcher() as searcher:
-        return {int(fields["rid_key"]) for fields in searcher.all_stored_fields()}
+    with ix.reader() as reader:   # the ids of the live documents (the index stores no fields)
+        rids = reader.column_reader("rid") if reader.doc_count() else None
+        return {int(rids[d]) for d in reader.all_doc_ids()}
 
 
 def git_event_ids(root) -> set[int]:

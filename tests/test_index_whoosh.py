@@ -107,16 +107,10 @@ def _index_content(directory: Path) -> dict:
     return content
 
 
-def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
-    """A full rebuild's writer gives the index Whoosh's own add_document and commit give:
-    every term, posting, weight, value, stored field and column, for every field of our schema
-    (repeated and blank keywords, a term in more documents than a block holds, missing fields)."""
+def _random_docs() -> list[dict]:
+    """700 documents of our schema: repeated and blank keywords, a term in more documents than a
+    block holds, terms with few postings, missing fields."""
     import random
-
-    from whoosh import index as whoosh_index
-
-    from calendar_service.index.schema import make_schema
-    from calendar_service.index.writer import BulkSegmentWriter, open_rebuild_writer, open_writer
 
     rng = random.Random(7)
     words = ["jazz", "café", "night", "über", "a", "b1", "concert"] + [f"w{i}" for i in range(60)]
@@ -132,7 +126,24 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
             doc["flags"] = "featured,sticky,featured"
         if n % 7 == 0:
             doc["parent"] = str(rng.randint(1, 9))
+        if n % 50 == 0:   # terms with few postings (kept inline by the rebuild writer), one counted twice
+            doc["text"] += f" rare{n % 150} rare{n % 150}"
+            doc["tags"] = f"t{n % 100},t{n % 100}"
         docs.append(doc)
+    return docs
+
+
+def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
+    """A full rebuild's writer gives the index Whoosh's own add_document and commit give:
+    every term, posting, weight, value, stored field and column, for every field of our schema
+    (repeated and blank keywords, a term in more documents than a block holds, missing fields)."""
+
+    from whoosh import index as whoosh_index
+
+    from calendar_service.index.schema import make_schema
+    from calendar_service.index.writer import BulkSegmentWriter, open_rebuild_writer, open_writer
+
+    docs = _random_docs()
     built = {}
     for name, opener in (("whoosh", open_writer), ("rebuild", open_rebuild_writer)):
         (tmp_path / name).mkdir()
@@ -145,7 +156,16 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
         built[name] = _index_content(tmp_path / name)
     assert built["rebuild"][("flags", b"featured")][-1][0][1:] == (2.0, b"\x00\x00\x00\x02")   # counted twice
     assert len(built["rebuild"][("text", b"jazz")][-1]) > 128
+    assert built["rebuild"][("tags", b"t0")][-1] == [(0, 2.0, b"\x00\x00\x00\x02"), (100, 2.0, b"\x00\x00\x00\x02"),
+                                                    (200, 2.0, b"\x00\x00\x00\x02"), (300, 2.0, b"\x00\x00\x00\x02"),
+                                                    (400, 2.0, b"\x00\x00\x00\x02"), (500, 2.0, b"\x00\x00\x00\x02"),
+                                                    (600, 2.0, b"\x00\x00\x00\x02")]
     assert built["rebuild"] == built["whoosh"]
+    # the few-posting terms really are inline in the rebuild (and in blocks in Whoosh's own index)
+    for name, inlined in (("rebuild", True), ("whoosh", False)):
+        with whoosh_index.open_dir(str(tmp_path / name)).reader() as reader:
+            for field, term in (("path", "events/e3.md"), ("tags", "t0"), ("text", "rare50"), ("text", "jazz")):
+                assert reader.term_info(field, term).is_inlined() == (inlined and term != "jazz"), (name, term)
 
 
 def test_search_words_of_a_document_are_the_analysed_words():
@@ -156,3 +176,50 @@ def test_search_words_of_a_document_are_the_analysed_words():
                  "Jazz jazz JAZZ nights night " * 5, ""):
         assert analysed_set(text) == set(analyse(text))
     assert analysed_set("Jazz jazz nights") == {"jazz", "night"}
+
+
+def test_a_rebuild_in_two_processes_reads_as_one_writer_s(tmp_path, monkeypatch):
+    """A full rebuild split between a forked child (the first half, its own segment) and this
+    process gives the index one Whoosh writer gives, read back term by term and posting by
+    posting (two segments instead of one); when the child fails, its half is indexed here."""
+    import os
+
+    from whoosh import index as whoosh_index
+
+    from calendar_service.index import building
+    from calendar_service.index.schema import make_schema
+    from calendar_service.index.writer import open_rebuild_writer, open_writer
+
+    monkeypatch.setattr(building, "MIN_EVENTS", 10)
+    monkeypatch.setattr(building, "_cores", lambda: 2)
+    docs = _random_docs()
+    parent = os.getpid()
+    (tmp_path / "whoosh").mkdir()
+    ix = whoosh_index.create_in(str(tmp_path / "whoosh"), make_schema())
+    writer = open_writer(ix)
+    for doc in docs:
+        writer.add_document(**doc)
+    writer.commit()
+    expected = _index_content(tmp_path / "whoosh")
+
+    building.build(tmp_path / "two", make_schema(), docs, dict, open_rebuild_writer)
+    assert len(whoosh_index.open_dir(str(tmp_path / "two"))._segments()) == 2
+    assert _index_content(tmp_path / "two") == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two", "whoosh"]   # no scratch index left
+
+    def failing(doc):   # the child fails half way through its half
+        if os.getpid() != parent and doc["rid"] > 100:
+            raise RuntimeError("child failure")
+        return dict(doc)
+
+    building.build(tmp_path / "fallback", make_schema(), docs, failing, open_rebuild_writer)
+    got = _index_content(tmp_path / "fallback")
+    assert len(whoosh_index.open_dir(str(tmp_path / "fallback"))._segments()) == 1
+
+    def by_rid(content):   # each term's postings by the document's id (docnums differ: halves swapped)
+        rid = content[("column", "rid")]
+        return {key: sorted((rid[p[0]], p[1], p[2]) for p in value[-1]) for key, value in content.items()
+                if isinstance(key, tuple) and key[0] != "column"}
+
+    assert got[("column", "rid")] == [d["rid"] for d in docs[350:] + docs[:350]]
+    assert by_rid(got) == by_rid(expected)

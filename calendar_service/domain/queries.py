@@ -115,9 +115,26 @@ def analyse(text: str) -> list[str]:
     return list(_stems(_WORD.findall(text)))
 
 
+_ANALYSED: dict[str, str] = {}   # a word as written -> its stem, "" for a dropped word
+
+
 def analysed_set(text: str) -> set[str]:
-    """``set(analyse(text))``, each distinct word analysed once (a description repeats its words)."""
-    return set(_stems(set(_WORD.findall(text))))
+    """``set(analyse(text))``, each distinct word analysed once (a description repeats its words);
+    a word as written is remembered with its stem, so a known word costs one lookup (a full
+    reindex analyses every event)."""
+    memo = _ANALYSED   # only grows (threads read it), up to 200,000 words
+    words = set(_WORD.findall(text))
+    new = words.difference(memo)
+    if not new:
+        out = {memo[word] for word in words}
+    else:
+        stems = {word: next(_stems((word,)), "") for word in new}
+        if len(memo) < 200_000:
+            memo.update(stems)
+        out = {memo[word] for word in words if word not in stems}
+        out.update(stems.values())
+    out.discard("")
+    return out
 
 
 def _stems(words):

@@ -20,8 +20,9 @@ from calendar_service.domain.recurrence import occurrences as expand
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.snapshot import ref_term
 
-# Raised whenever the schema or the meaning of a field changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+# Raised whenever the schema, the meaning of a field or the way segments are written changes: an
+# index of another version is rebuilt (5: no stored fields; a rebuild keeps few-posting terms inline).
+SCHEMA_VERSION = 5
 # Whoosh's typecode for a column of signed 64-bit integers (ids and epoch seconds).
 INT64 = "q"
 UNIX = datetime(1970, 1, 1)
@@ -38,10 +39,11 @@ REFERENCE_FIELDS = ("categories", "tags", "venue", "organizer")
 def make_schema() -> fields.Schema:
     keyword = dict(commas=True, scorable=False, lowercase=False)
     return fields.Schema(
-        path=fields.ID(stored=True, unique=True),
+        # nothing is stored: the id of a path's document is read from the ``rid`` column (``rid_of_path``)
+        path=fields.ID(unique=True),
         # columns only: lists read them once per generation, nothing searches them as terms
         rid=fields.COLUMN(columns.NumericColumn(INT64)),
-        rid_key=fields.ID(stored=True),
+        rid_key=fields.ID(),
         status=fields.ID(),
         author=fields.ID(),
         start=fields.COLUMN(columns.NumericColumn(INT64)),
@@ -58,6 +60,12 @@ def make_schema() -> fields.Schema:
         # reading it back per posting was a fifth of a full reindex)
         text=fields.KEYWORD(analyzer=SpaceSeparatedTokenizer(), scorable=False),
     )
+
+
+def rid_of_path(searcher, path: str) -> int | None:
+    """The id of the live document of the file at ``path`` in ``searcher``'s index, if any."""
+    docnum = searcher.document_number(path=path)
+    return None if docnum is None else int(searcher.reader().column_reader("rid")[docnum])
 
 
 def _epoch(moment: datetime) -> int:

@@ -15,7 +15,6 @@ this module keeps the index on disk in step with the branch.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -26,13 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from whoosh import index as whoosh_index
+from whoosh.reading import ReaderClosed
 
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import segments
+from calendar_service.index import building, generations, segments
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
-                                           occurrence_entries)
+                                           occurrence_entries, rid_of_path)
 from calendar_service.index.view import BaseView, IndexView
 from calendar_service.index.writer import open_rebuild_writer, open_writer
 from calendar_service.domain.snapshot import Snapshot
@@ -60,6 +60,9 @@ MAX_EXTRA_DOCS = 50_000
 # ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
 REBUILD_SHARE = 4
 PROGRESS_EVERY = 500         # a rebuild reports its progress every this many events
+# the reasons for a full rebuild that are part of normal work (logged at INFO; any other, a warning)
+EXPECTED = ("no index state", "index schema", "site time zone", "the index state names no commit",
+            "asked for", "most events changed")
 
 
 def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
@@ -94,6 +97,28 @@ def _follow_loop(index: "SearchIndex") -> None:
             index._catch_up(*wanted)
         except Exception:
             log.exception("updating the search index failed")
+
+
+def rebuild_reason(index: "SearchIndex", state: dict | None, changes) -> str:
+    """Why ``sync`` rebuilds rather than applying changes (logged with every full rebuild; a
+    reason in EXPECTED at INFO level, any other as a warning)."""
+    if not state:
+        try:
+            raw = json.loads(index.state_file.read_text())
+        except FileNotFoundError:
+            return "no index state (a new index)"
+        except ValueError:
+            return "the index state is unreadable"
+        if raw.get("schema") != SCHEMA_VERSION:
+            return f"index schema {raw.get('schema')} (this code's is {SCHEMA_VERSION})"
+        if raw.get("site_timezone") != index.site_tz.key:
+            return f"site time zone {raw.get('site_timezone')} (now {index.site_tz.key})"
+        return "the index state is unusable"
+    if not state.get("commit"):
+        return "the index state names no commit (an empty repository, or an interrupted repair)"
+    if changes is None:
+        return f"the changes since the indexed commit {state['commit'][:12]} are not known (history rewritten?)"
+    return "the index directory is missing"
 
 
 def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
@@ -151,22 +176,8 @@ class SearchIndex:
                                    "updated": datetime.now(timezone.utc).isoformat()}))
         os.replace(tmp, self.state_file)
 
-    @contextlib.contextmanager
     def _writer_lock(self, blocking: bool):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        return generations.writer_lock(self.directory, blocking)
 
     # ------------------------------------------------------------------------- reading
 
@@ -295,32 +306,39 @@ class SearchIndex:
 
         threading.Thread(target=work, name="calendar-index", daemon=True).start()
 
-    def invalidate(self, snapshot: Snapshot, store) -> None:
-        """The index gave an error while reading: stop using it and rebuild it in the background."""
+    def invalidate(self, snapshot: Snapshot, store, error: BaseException | None = None) -> None:
+        """The index gave ``error`` while reading: stop using it and rebuild it in the background.
+        A closed reader is not a broken index (a request outlived the retirement of the base it
+        read: ``_retire``): the generation is read again, nothing is rebuilt."""
         with self._lock:
             old, self._view = self._view, None
         if old is not None:
             old.close()
-        self._repair(snapshot, store, force=True)
+        if isinstance(error, ReaderClosed):
+            log.warning("a list read a retired index generation; reading the index again (no rebuild)")
+            return
+        self._repair(snapshot, store, force=True, reason=f"reading it failed ({error!r})")
 
-    def _repair(self, snapshot: Snapshot, store, force: bool = False) -> None:
+    def _repair(self, snapshot: Snapshot, store, force: bool = False, reason: str = "") -> None:
         def work():
             with self._writer_lock(True):
                 if not force:
                     try:
                         whoosh_index.open_dir(str(self.whoosh_dir)).searcher().close()
                         return
-                    except Exception:
-                        pass
+                    except Exception as exc:
+                        why = f"it cannot be opened ({exc!r})"
+                else:
+                    why = reason
                 self._write_state(None)
-            self.sync(snapshot, store, None, blocking=True)
+                self.rebuild(snapshot, reason=f"repair: {why}")
 
         threading.Thread(target=work, name="calendar-index-repair", daemon=True).start()
 
     def rebuild_now(self, snapshot: Snapshot, progress=None) -> int:
         """Rebuild the whole index for ``snapshot`` (waits for any other writer). Returns the count."""
         with self._writer_lock(True):
-            return self.rebuild(snapshot, progress)
+            return self.rebuild(snapshot, progress, reason="asked for (rebuild_now)")
 
     def update_now(self, snapshot: Snapshot, store, progress=None) -> int:
         """Bring the index on disk to ``snapshot`` now, waiting for any other writer; returns how
@@ -339,11 +357,16 @@ class SearchIndex:
         events = len(snapshot.by_id[EVENTS.name])
         if changes is not None and len(changes) * REBUILD_SHARE > events:
             changes = None
-        self.sync(snapshot, store, changes, blocking=True, progress=progress)
+            why = "most events changed"
+        else:
+            why = None
+        self.sync(snapshot, store, changes, blocking=True, progress=progress, why=why)
         return events if changes is None else len(changes)
 
-    def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None) -> bool:
-        """Apply ``changes`` (path -> blob or None) or rebuild; returns False when another writer is busy."""
+    def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None,
+             why: str | None = None) -> bool:
+        """Apply ``changes`` (path -> blob or None) or rebuild (``why``: the caller's reason to pass
+        no changes); returns False when another writer is busy."""
         with self._writer_lock(blocking) as locked:
             if not locked:
                 return False
@@ -353,14 +376,13 @@ class SearchIndex:
             usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
                       and whoosh_index.exists_in(str(self.whoosh_dir)))
             if not usable:
-                self.rebuild(snapshot, progress)
+                self.rebuild(snapshot, progress, reason=why or rebuild_reason(self, state, changes))
                 return True
             try:
                 ix = whoosh_index.open_dir(str(self.whoosh_dir))
                 writer = open_writer(ix, timeout=WRITER_TIMEOUT_SECONDS)
             except Exception as exc:
-                log.warning("the search index cannot be opened (%s); rebuilding it", exc)
-                self.rebuild(snapshot, progress)
+                self.rebuild(snapshot, progress, reason=f"the index cannot be opened ({exc!r})")
                 return True
             try:
                 self._apply(ix, writer, snapshot, changes, progress)
@@ -385,9 +407,9 @@ class SearchIndex:
         ids: set[int] = set()
         with ix.searcher() as searcher:
             for path in paths:
-                stored = searcher.document(path=path)
-                if stored is not None:
-                    ids.add(int(stored["rid_key"]))
+                rid = rid_of_path(searcher, path)
+                if rid is not None:
+                    ids.add(rid)
         for path in paths:
             writer.delete_by_term("path", path)
             entry = snapshot.files.get(path)
@@ -402,29 +424,25 @@ class SearchIndex:
             if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
                 progress(n, len(ids))
 
-    def rebuild(self, snapshot: Snapshot, progress=None) -> int:
-        """Index every event of ``snapshot`` into a fresh directory, then swap it in. Returns the count.
+    def rebuild(self, snapshot: Snapshot, progress=None, reason: str = "not given") -> int:
+        """Index every event of ``snapshot`` into a fresh directory, then switch to it in one
+        atomic step (``generations``). Returns the count.
 
         Must be called with the writer lock held.
         """
         started = time.monotonic()
+        log.log(logging.INFO if reason.startswith(EXPECTED) else logging.WARNING,
+                "rebuilding the whole search index in process %d: %s", os.getpid(), reason)
+        generations.remove_unused(self.directory)   # builds left by killed rebuilds
         build_dir = self.directory / f"build-{os.getpid()}"
         shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True)
-        ix = whoosh_index.create_in(str(build_dir), make_schema())
-        writer = open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB)
         events = snapshot.all(EVENTS)
         total = len(events)
-        for n, record in enumerate(events, 1):
-            writer.add_document(**event_document(record, self.site_tz))
-            if progress and (n % PROGRESS_EVERY == 0 or n == total):
-                progress(n, total)
-        writer.commit()
-        old = self.directory / f"old-{os.getpid()}"
-        if self.whoosh_dir.exists():
-            os.replace(self.whoosh_dir, old)
-        os.replace(build_dir, self.whoosh_dir)
-        shutil.rmtree(old, ignore_errors=True)
+        site_tz = self.site_tz
+        building.build(build_dir, make_schema(), events, lambda record: event_document(record, site_tz),
+                       lambda ix: open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB), progress, PROGRESS_EVERY)
+        generations.switch(self.directory, build_dir)
         self._write_state(snapshot.commit)
         log.info("indexed %d events in %.1f s", total, time.monotonic() - started)
         return total

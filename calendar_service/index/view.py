@@ -31,7 +31,7 @@ from whoosh.reading import TermNotFound
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index.schema import SERIES_FLAG
+from calendar_service.index.schema import SERIES_FLAG, rid_of_path
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -191,8 +191,7 @@ class BaseView:
 
     def rid_of_path(self, path: str) -> int | None:
         """The id of the event the file at ``path`` held in this base, if any."""
-        stored = self.searcher.document(path=path)
-        return int(stored["rid_key"]) if stored is not None else None
+        return rid_of_path(self.searcher, path)
 
     def position_after(self, key: tuple) -> int:
         """How many events of the base come before ``key`` (start, publication date, id) in list order."""

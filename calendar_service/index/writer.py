@@ -11,12 +11,21 @@ any other code in the process, and nothing of ours is stored in the index files.
 """
 from __future__ import annotations
 
+import struct
 from array import array
+from collections import defaultdict
+from pickle import dumps
 
-from whoosh import formats, writing
+from whoosh import columns, formats, writing
 from whoosh.analysis import CompositeAnalyzer, IDTokenizer, RegexTokenizer, StripFilter
 from whoosh.codec import whoosh3
-from whoosh.system import pack_uint
+from whoosh.system import pack_uint, pack_ushort
+
+# A term with at most this many postings keeps them in its row of the term table (Whoosh's
+# "inlined" terminfo, which every Whoosh reader reads) instead of a compressed block of its own
+# in the postings file: ids and paths are one posting each, most of a rebuild's terms.
+INLINE_POSTINGS = 8
+_TERMINFO = whoosh3.W3TermInfo._struct
 
 
 class RememberingPerDocReader(whoosh3.W3PerDocReader):
@@ -83,20 +92,29 @@ class BulkSegmentWriter(SegmentWriter):
     the postings writer, asking the (absent) length column of each: nine tenths of a reindex.
     Here a document's words are appended to a list of docnums per field and term, and at commit
     each term's list is cut into Whoosh's blocks and written through the codec's own block
-    writer. Only untokenised IDs and regex-split keywords (formats Existence and Frequency, not
-    scorable, without vectors or spelling, no boosts) are handled: ``open_rebuild_writer``
-    gives a plain writer for any other schema.
+    writer. A term with at most INLINE_POSTINGS postings is written inline in its term table
+    row instead (Whoosh's own inlined terminfo: what a reader decodes is the same). Numeric
+    columns are gathered per field and packed at commit in one call, as Whoosh would have
+    written them value by value. Only untokenised IDs and regex-split keywords (formats
+    Existence and Frequency, not scorable, without vectors or spelling, no boosts) are handled:
+    ``open_rebuild_writer`` gives a plain writer for any other schema.
     """
 
     def __init__(self, ix, **kwargs):
         super().__init__(ix, **kwargs)
-        self._postings: dict[str, dict[bytes, list]] = {}
+        self._postings: dict[str, dict[str, list]] = {}
         # field name -> (field, words of a value or None, counted (Frequency), stored, column, postings)
         self._plan = {}
+        # numeric column -> {docnum: value}, written at commit (other columns are added per document)
+        self._numeric: dict[str, dict[int, int]] = {}
         for name, field in self.schema.items():
-            postings = self._postings[name] = {} if field.indexed else None
+            # term (text; encoded once at commit) -> docnums, or (docnum, count) for a repeated word
+            postings = self._postings[name] = defaultdict(list) if field.indexed else None
+            column = field.column_type
+            if type(column) is columns.NumericColumn:
+                column = self._numeric.setdefault(name, {})
             self._plan[name] = (field, _splitter(field.analyzer) if field.indexed else None,
-                                type(field.format) is formats.Frequency, field.stored, field.column_type, postings)
+                                type(field.format) is formats.Frequency, field.stored, column, postings)
 
     @staticmethod
     def handles(schema) -> bool:
@@ -129,19 +147,41 @@ class BulkSegmentWriter(SegmentWriter):
                     for word in words:
                         counts[word] = counts.get(word, 0) + 1
                     for word, n in counts.items():
-                        postings.setdefault(word.encode("utf-8"), []).append((docnum, n))
+                        postings[word].append((docnum, n))
+                elif len(words) == 1:
+                    postings[words[0]].append(docnum)
                 else:
-                    for word in (words if len(words) == 1 else dict.fromkeys(words)):
-                        postings.setdefault(word.encode("utf-8"), []).append(docnum)
+                    for word in dict.fromkeys(words):
+                        postings[word].append(docnum)
             if stored:
                 perdoc.add_field(name, field, value, 0)
-            if column:
+            if type(column) is dict:
+                column[docnum] = field.to_column_value(value)
+            elif column:
                 perdoc.add_column_value(name, column, field.to_column_value(value))
         perdoc.finish_doc()
         self._added = True
         self.docnum += 1
 
+    def _write_numeric_columns(self):
+        """Each numeric column as Whoosh writes it value by value: a big-endian value per document
+        up to the last one that is not the default (a gap is filled with the default)."""
+        perdoc = self.perdocwriter
+        for name, values in self._numeric.items():
+            if not values:
+                continue   # no document had the field: Whoosh makes no column
+            column = self.schema[name].column_type
+            perdoc._create_column(name, column)
+            out = perdoc._get_column(name)
+            default = out._default
+            count = max((d for d, v in values.items() if v != default), default=-1) + 1
+            row = [values.get(d, default) for d in range(count)]
+            out._dbfile.write(struct.pack(f"!{count}{column._typecode}", *row))
+            out._count = count
+        self._numeric = {name: {} for name in self._numeric}
+
     def _flush_segment(self):
+        self._write_numeric_columns()
         self.perdocwriter.close()
         writer = self.fieldwriter
         for name in sorted(self._postings):
@@ -153,9 +193,12 @@ class BulkSegmentWriter(SegmentWriter):
             writer.start_field(name, field)
             block = writer._postwriter
             limit = block._blocklimit
-            for btext in sorted(terms):
+            table, key = writer._tindex, pack_ushort(writer._fieldid)
+            for btext, entries in sorted((text.encode("utf-8"), entries) for text, entries in terms.items()):
+                if len(entries) <= INLINE_POSTINGS:
+                    table.add(key + btext, _inline_terminfo(entries, boost, counted))
+                    continue
                 writer.start_term(btext)
-                entries = terms[btext]
                 for first in range(0, len(entries), limit):
                     if first:
                         block._write_block()
@@ -170,6 +213,19 @@ class BulkSegmentWriter(SegmentWriter):
             writer.finish_field()
         writer.close()
         self._postings = {}
+
+
+def _inline_terminfo(entries: list, boost: float, counted: bool) -> bytes:
+    """The term table row of a term whose postings (docnum, or (docnum, count)) are kept inline:
+    ``W3TermInfo.to_bytes`` of a terminfo made by ``add_block`` and ``set_inlined`` of one block
+    (no lengths: the fields are not scorable). Values are the frequency bytes of a counted field,
+    None for an Existence field (what Whoosh's block reader gives for it)."""
+    ids = tuple(e if type(e) is int else e[0] for e in entries)
+    freqs = [1 if type(e) is int else e[1] for e in entries]
+    weights = tuple(array("f", [f * boost for f in freqs]))
+    values = tuple(pack_uint(f) for f in freqs) if counted else (None,) * len(ids)
+    head = _TERMINFO.pack(True, sum(weights), len(ids), 0, 0, max(weights), ids[0], ids[-1])
+    return head + dumps((ids, weights, values), 2)
 
 
 def open_rebuild_writer(ix, **kwargs) -> SegmentWriter:

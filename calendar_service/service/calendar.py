@@ -155,10 +155,10 @@ class CalendarService:
             try:
                 view = self.index.view(snapshot, self.store)
                 page = search.events(view, snapshot, query, user) if view is not None else None
-            except Exception:
+            except Exception as exc:
                 # derived data must never break a read: answer by scanning, rebuild the index
                 log.exception("the search index failed; answering by scanning and rebuilding it")
-                self.index.invalidate(snapshot, self.store)
+                self.index.invalidate(snapshot, self.store, exc)
                 page = None
             if page is not None:
                 return page
