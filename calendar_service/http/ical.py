@@ -37,6 +37,8 @@ from calendar_service.domain import dates, permissions, records, recurrence
 from calendar_service.domain import text
 from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
+from calendar_service.http import ical_fold
+from calendar_service.http.ical_cache import VEVENTS
 from calendar_service.http.presenters import Urls
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS
@@ -135,6 +137,7 @@ class IcalPresenter:
         self.site_tz = site_tz
         self.unlocked = unlocked
         self.user = user
+        ical_fold.install()   # icalendar's content lines folded faster, with the same output
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
@@ -250,26 +253,25 @@ class IcalPresenter:
         """The VEVENT of an event record, as bytes; for a series, its VEVENT (RRULE, EXDATE,
         RDATE) followed by one VEVENT per exception (same UID, its RECURRENCE-ID).
 
-        Kept on the record (immutable for its blob, so shared by the snapshots that follow a
-        write) with the referenced venues, organizers and categories it was built from: it is
-        reused while those are the same records. Not kept when a password is involved, since
-        what those show depends on the caller.
+        Kept in ``ical_cache.VEVENTS`` (compressed, bounded in bytes) with the referenced venues,
+        organizers and categories it was built from: it is reused while the record and those are
+        the same objects. Not kept when a password is involved, since what those show depends on
+        the caller.
         """
         series = self.series(record)
         exceptions = self.exceptions(record, series) if series is not None else []
         refs = tuple(r for rec in (record, *(e for _, e in exceptions))
                      for key in ("categories", "venue", "organizer") for r in self.refs(rec, key))
         context = (self.urls, self.site_tz)
-        cached = record.__dict__.get("_vevent")
-        if (cached is not None and cached[0] == context and len(cached[1]) == len(refs)
-                and all(a is b for a, b in zip(cached[1], refs))):
-            return cached[2]
+        cached = VEVENTS.get(record, context, refs)
+        if cached is not None:
+            return cached
         if series is None:
             out = self.event(record).to_ical()
         else:
             out = self._series_vevents(record, series, exceptions)
         if not record.data.get("password") and not any(r.data.get("password") for r in refs):
-            record.__dict__["_vevent"] = (context, refs, out)
+            VEVENTS.put(record, context, refs, out)
         return out
 
     def _series_vevents(self, record: Record, series, exceptions: list[tuple[datetime, Record]]) -> bytes:

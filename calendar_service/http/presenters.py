@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import timezone
 from urllib.parse import urlsplit
 
-from calendar_service.http import json_ld
+from calendar_service.http import json_ld, occurrence_json
+from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
 from calendar_service.domain import dates, permissions, records
 from calendar_service.domain import text
@@ -310,10 +311,7 @@ class Presenter:
     def event(self, record: Record, single: bool = False, series_block: bool = False) -> dict:
         data = record.data
         tz = self.event_zone(record)
-        start = dates.read_local(data["start_date"], tz)
-        end = dates.read_local(data["end_date"], tz)
-        utc_start = dates.fmt(start.astimezone(timezone.utc))
-        utc_end = dates.fmt(end.astimezone(timezone.utc))
+        times, start, end = event_times(data, tz)
         cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
                                             data.get("currency_position") or "", data.get("currency_code") or "")
         permalink = self.urls.permalink(EVENTS, record.slug)
@@ -332,16 +330,7 @@ class Presenter:
             "slug": record.slug,
             "image": self._image(data.get("image")),
             "all_day": bool(data.get("all_day")),
-            "start_date": data["start_date"],
-            "start_date_details": dates.details(data["start_date"]),
-            "end_date": data["end_date"],
-            "end_date_details": dates.details(data["end_date"]),
-            "utc_start_date": utc_start,
-            "utc_start_date_details": dates.details(utc_start),
-            "utc_end_date": utc_end,
-            "utc_end_date_details": dates.details(utc_end),
-            "timezone": data.get("timezone") or "",
-            "timezone_abbr": dates.tz_abbr(tz, start.replace(tzinfo=None)) if data.get("timezone") else "",
+            **times,   # start_date ... timezone_abbr
             "cost": cost_text,
             "cost_details": cost,
             "website": permalink if data.get("website") is None else str(data.get("website")),
@@ -530,6 +519,12 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
     builder = Presenter(presenter.snapshot, _STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
     builder._refs = presenter._refs   # the same caller and snapshot: the same refs
     builder.embed_text = not single   # a single read's json_ld reads the embedded objects
+    if occurrence_json.templated(record, single):   # its series' shared text, its own ids and dates put in
+        found = occurrence_json.entry(presenter.snapshot.memo, presenter.viewer, record,
+                                      lambda: builder._build(record, single), to_json, _stored_lineage,
+                                      _STAND_IN, builder.event_zone(record))
+        if found is not None:
+            return found
     built = builder._build(record, single)
     text = to_json(built)
     entry = (text, _stored_lineage(text))
