@@ -112,6 +112,7 @@ class _Calendar:
                                                     "tags": {}}
         self.created = datetime.combine(today, datetime.min.time()) - timedelta(days=HISTORY_DAYS)
         self.used_slugs: set[str] = set()
+        self.next_suffix: dict[str, int] = {}   # base slug -> the first "-N" suffix not tried yet
         self.post_id = 0
 
     def add(self, resource, data: dict) -> None:
@@ -119,12 +120,24 @@ class _Calendar:
         self.by_kind[resource.name][data["id"]] = data
 
     def unique(self, slug: str) -> str:
-        base, n = slug, 2
-        while slug in self.used_slugs:
-            slug = f"{base}-{n}"
+        """``slug``, or the first free ``slug-N`` (N >= 2). The suffix search resumes where the last
+        one for that base stopped (the set only grows), so a title used k times costs k steps in
+        all, not k*k/2: with ~1,200 titles, 1,000,000 events took ~400 million steps."""
+        if slug not in self.used_slugs:
+            self.used_slugs.add(slug)
+            return slug
+        base, n = slug, self.next_suffix.get(slug, 2)
+        while f"{base}-{n}" in self.used_slugs:
             n += 1
+        slug = f"{base}-{n}"
+        self.next_suffix[base] = n + 1
         self.used_slugs.add(slug)
         return slug
+
+    def forget_slugs(self) -> None:
+        """Venues, organizers and events each have their own slugs."""
+        self.used_slugs.clear()
+        self.next_suffix.clear()
 
     def next_post(self) -> int:
         """Venues, organizers, then events share one id space."""
@@ -143,9 +156,9 @@ def build_calendar(size: int, seed: int, today: date, series: int = 0) -> tuple[
     n_venues, n_organizers = max(1, size // EVENTS_PER_VENUE), max(1, size // EVENTS_PER_ORGANIZER)
     category_ids, tag_ids = _terms(cal)
     venues = [_venue(cal) for _ in range(n_venues)]
-    cal.used_slugs.clear()
+    cal.forget_slugs()
     organizers = [_organizer(cal) for _ in range(n_organizers)]
-    cal.used_slugs.clear()
+    cal.forget_slugs()
     events = _Events(cal, venues, organizers, category_ids, tag_ids, today)
     for _ in range(size):
         events.add_one()
