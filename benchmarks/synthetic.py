@@ -150,9 +150,11 @@ class _Calendar:
         return dates.fmt(self.created + timedelta(minutes=self.rng.randint(0, 60 * 24 * 30)))
 
 
-def build_calendar(size: int, seed: int, today: date, series: int = 0) -> tuple[dict[str, bytes], dict]:
+def build_calendar(size: int, seed: int, today: date, series: int = 0,
+                   api: bool = True) -> tuple[dict[str, bytes], dict]:
     """The files of a calendar of ``size`` events (path -> bytes) and what the requests need to know;
-    ``series`` more events are weekly recurring series without an end (``_Events.add_series``)."""
+    ``series`` more events are weekly recurring series without an end (``_Events.add_series``);
+    ``api``: the events as the API serves them too (``meta["api_events"]``)."""
     cal = _Calendar(seed, today)
     n_venues, n_organizers = max(1, size // EVENTS_PER_VENUE), max(1, size // EVENTS_PER_ORGANIZER)
     category_ids, tag_ids = _terms(cal)
@@ -177,7 +179,8 @@ def build_calendar(size: int, seed: int, today: date, series: int = 0) -> tuple[
         "venue_ids": [v[0] for v in venues], "organizer_ids": [o[0] for o in organizers],
         "listed": events.listed, "search_words": words, "series_ids": events.listed_series,
     }
-    meta["api_events"] = api_events(cal.by_kind)
+    if api:
+        meta["api_events"] = api_events(cal.by_kind)
     return cal.files, meta
 
 
