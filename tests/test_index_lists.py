@@ -130,7 +130,7 @@ def test_the_million_event_row_is_held_to_the_issues_absolute_goals():
     build = {"meta": {"events": 1_000_000, "venues": 20_000, "organizers": 10_000, "categories": 30, "tags": 60,
                       "drafts": 0, "hidden": 0, "files": 1_030_091, "bytes": 1},
              "generate_s": 1.0, "commit_s": 1.0, "snapshot_s": 1.0, "reindex_s": 1.0, "reindex_docs_per_s": 900,
-             "loose_objects": 1, "peak_rss_mb": 1.0, "index_mb": 1.0}
+             "loose_objects": 1, "peak_rss_mb": 1.0, "index_mb": 1.0, "commit_direct": True}
     serve = {"rows": rows, "cold_start_s": 25.0, "first_list_from_index": True, "rss_worker_mb": 1900.0,
              "create_app_s": 1.0, "first_list_s": 1.0, "rss_after_load_mb": 1.0, "rss_end_mb": 1.0,
              "list_after_creates_ms": 1.0, "default_list_total": 1, "writes_sent": 1, "write_commits": 1,
@@ -138,6 +138,7 @@ def test_the_million_event_row_is_held_to_the_issues_absolute_goals():
     for row in rows:
         row.update(p95_ms=row["p50_ms"], n=5)
     text = table({"build": build, "serve": serve, "seed": 42})
+    assert "one commit of the generated files (not the importer)" in text
     lines = text[text.index("targets for 1,000,000 events"):].splitlines()
     verdict = {line[:64].strip(): line.rsplit("  ", 1)[1] for line in lines[2:]}
     assert verdict["list / category+window / search+window / deep page, p50"] == "NOT MET"   # 25 ms > 20 ms
