@@ -6,7 +6,9 @@
 For each size the calendar is generated deterministically (``random.Random(seed)``, dates
 relative to today) as the JSON The Events Calendar's API serves (linked records embedded)
 and imported as ONE commit through the importer (``importer.import_events``) into a fresh
-repository. Then, each phase in its own Python process so that memory figures are not
+repository (above 200,000 events the generated files are committed as they are, and the serve
+phase skips the scanning rows and the unpaged feed: see ``build.BULK_FLOOR_MAX`` and
+``serve.FULL_ROWS_MAX``). Then, each phase in its own Python process so that memory figures are not
 polluted by the previous phase:
 
 - build process: generate the JSON, import it, load a ``Catalog`` snapshot, rebuild the

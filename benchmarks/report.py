@@ -48,8 +48,9 @@ def _one(name, value, unit="s", floor=None) -> str:
 def _one_off_lines(b: dict, s: dict) -> list[str]:
     lines = [
         _one("generate files (records.dump)", b["generate_s"]),
-        _one("import (JSON file -> one commit, importer) (floor: git) [a]", b["commit_s"],
-             floor=b["floor_bulk_commit_s"]),
+        _one("one commit of the generated files (not the importer)" if b.get("commit_direct") else
+             "import (JSON file -> one commit, importer) (floor: git) [a]", b["commit_s"],
+             floor=b.get("floor_bulk_commit_s")),
         _one("snapshot load (Catalog.current, parse every file)", b["snapshot_s"]),
     ]
     if b.get("records_cache_s") is not None:

@@ -20,6 +20,7 @@ import pytest
 from calendar_service import create_app
 from calendar_service import __main__ as cli
 from calendar_service.cli.importer import ImportFailure, import_events
+from calendar_service.storage import bulk
 from calendar_service.storage.store import GitStore
 from conftest import Client
 
@@ -374,6 +375,16 @@ def test_a_modified_export_rewrites_exactly_the_changed_files_in_one_commit(path
     # records missing from an export are left alone
     import_items(paths, [changed[0]])
     assert repo.count() == 3 and len(all_events(admin)) == 4
+
+
+def test_folders_of_many_files_get_the_same_commit_through_mktree(paths, repo, make_app, monkeypatch):
+    """A folder getting many files has its tree made by `git mktree` (fast-import finds each path
+    by a linear scan of its folder: hours for a million events). With the threshold at one file
+    every folder goes that way: the first import into an empty repository, then a re-import that
+    adds, rewrites and keeps files beside an editor's commit, give the same trees as above."""
+    monkeypatch.setattr(bulk, "MKTREE_FILES", 1)
+    test_a_modified_export_rewrites_exactly_the_changed_files_in_one_commit(paths, repo, make_app)
+    assert repo("fsck", "--no-progress").strip() == ""
 
 
 def test_a_record_whose_id_was_taken_is_matched_again_by_its_global_id(paths, app, admin, factory, repo):

@@ -120,6 +120,37 @@ def test_the_benchmark_prints_every_target_with_its_verdict():
     assert "targets for 10,000 events (this run: 1,000)" in small and "overlap" in small
 
 
+def test_the_million_event_row_is_held_to_the_issues_absolute_goals():
+    from benchmarks.report import table
+
+    rows = [{"name": "list: default, first page", "mode": "index", "p50_ms": 25.0, "floor_p50_ms": 1.0},
+            {"name": "list: default, right after a write", "mode": "index", "p50_ms": 40.0, "floor_p50_ms": 1.0},
+            {"name": "write: update event (POST to id)", "mode": "index", "p50_ms": 900.0, "floor_p50_ms": 5000.0}]
+    # above 200,000 events the build measures no bulk floor and the serve phase no unpaged feed
+    build = {"meta": {"events": 1_000_000, "venues": 20_000, "organizers": 10_000, "categories": 30, "tags": 60,
+                      "drafts": 0, "hidden": 0, "files": 1_030_091, "bytes": 1},
+             "generate_s": 1.0, "commit_s": 1.0, "snapshot_s": 1.0, "reindex_s": 1.0, "reindex_docs_per_s": 900,
+             "loose_objects": 1, "peak_rss_mb": 1.0, "index_mb": 1.0, "commit_direct": True}
+    serve = {"rows": rows, "cold_start_s": 25.0, "first_list_from_index": True, "rss_worker_mb": 1900.0,
+             "create_app_s": 1.0, "first_list_s": 1.0, "rss_after_load_mb": 1.0, "rss_end_mb": 1.0,
+             "list_after_creates_ms": 1.0, "default_list_total": 1, "writes_sent": 1, "write_commits": 1,
+             "floors": {"git add + commit": {"p50_ms": 1.0, "p95_ms": 1.0, "n": 5}}}
+    for row in rows:
+        row.update(p95_ms=row["p50_ms"], n=5)
+    text = table({"build": build, "serve": serve, "seed": 42})
+    assert "one commit of the generated files (not the importer)" in text
+    lines = text[text.index("targets for 1,000,000 events"):].splitlines()
+    verdict = {line[:64].strip(): line.rsplit("  ", 1)[1] for line in lines[2:]}
+    assert verdict["list / category+window / search+window / deep page, p50"] == "NOT MET"   # 25 ms > 20 ms
+    assert verdict["first list after a write, p50"] == "met"                                  # 40 ms <= 50 ms
+    # an absolute 300 ms, not a ratio to the git floor (0.18x of it here)
+    assert verdict["write, one commit, p50 (floor: naive git add + commit)"] == "NOT MET"
+    assert verdict["RSS per worker after a mixed run (MB)"] == "met"                          # <= 2,000 MB
+    assert verdict["cold start (s)"] == "NOT MET"                                             # 25 s > 20 s
+    assert verdict["reindex throughput (events/s)"] == "no goal at this size"
+    assert "<= 20 ms" in text and "<= 300 ms" in text and "<= 2000 MB" in text and "<= 20 s" in text
+
+
 def test_the_benchmark_prints_the_recurring_event_targets_with_series():
     """With ``--series`` the table ends with issue 16's targets: lists and the overlap window held to
     the lists' goals, the two series writes against 1.5x bare git, the reindex in files/s."""
