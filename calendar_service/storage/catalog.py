@@ -110,6 +110,36 @@ class _CacheUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
 
 
+def _entry(path, blob, data, problems) -> tuple:
+    """(blob, record or None, problems) of one cached file, checked to have the shape the cache
+    writer gives it (ValueError or TypeError otherwise): a record's resource is the one of its
+    path's folder, whatever the entry names."""
+    if type(path) is not str or type(blob) is not str:
+        raise ValueError(f"an entry of {path!r} that no cache writer writes")
+    record = None
+    if data is not None:
+        resource = RESOURCES.get(path[:path.find("/")])
+        rid = data.get("id") if type(data) is dict else False
+        if resource is None or rid is False or type(data.get("slug")) is not str or not (rid is None or type(rid) is int):
+            raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
+        record = Record(resource, data, path, blob)
+    return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
+
+
+def _check_maps(claims: dict, derived: dict) -> None:
+    """ValueError unless the cache's claimed ids and derived reference maps have the shapes the
+    cache writer gives them (claimed ids are integers, reference maps hold sets; what the sets
+    hold is not looked at: a union of them all cost 0.4-0.7 s at 100,000 events)."""
+    if not all(type(value) is int for value in claims.values()):
+        raise ValueError("a claimed id that is not an integer")
+    for name in ("refs", "published"):
+        sets = derived.get(name)
+        if sets is None:
+            continue
+        if type(sets) is not dict or not all(type(value) is set for value in sets.values()):
+            raise ValueError(f"the reference map {name!r} is not one the cache writer writes")
+
+
 def entry_order(store: GitStore, head: str, paths) -> dict[str, int]:
     """path -> rank (0 first) of the order in which ``paths`` entered the history of ``head``,
     for deciding which of several files claiming one id keeps it. A file added by an ancestor
@@ -188,32 +218,38 @@ class Catalog:
 
     def _restore(self, cached: dict) -> Snapshot | None:
         """The snapshot of the cache's commit from the cache alone (no git), or None when the
-        cache does not hold a whole snapshot."""
+        cache does not hold a whole snapshot, or holds something no cache writer writes (a
+        tampered or corrupt file: logged, and nothing of it is used)."""
         commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
         if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
                 and isinstance(derived, dict)):
             return None
         try:
             files: dict = {}
-            for path, (blob, data, problems, name) in cached["files"].items():
-                resource = RESOURCES.get(name) if data is not None else None
-                record = Record(resource, data, path, blob) if resource is not None else None
-                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+            for path, (blob, data, problems, _name) in cached["files"].items():
+                # ``_entry`` inlined for the common case (a record without problems): the same checks
+                resource = RESOURCES.get(path[:path.find("/")]) if type(data) is dict and not problems else None
+                rid = data.get("id") if resource is not None else False
+                if (rid is None or type(rid) is int) and type(blob) is str and type(data.get("slug")) is str:
+                    files[path] = (blob, Record(resource, data, path, blob), ())
+                else:
+                    files[path] = _entry(path, blob, data, problems)
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
-        except (TypeError, ValueError) as exc:
-            log.warning("ignoring the records cache %s (%s)", self.cache_file, exc)
+            _check_maps(claims, derived)
+            author_of = self.author_of
+            for path, (blob, record, problems) in files.items():
+                facts = file_dates.get(path) if record is not None else None
+                if facts is None:
+                    continue
+                data = record.data
+                # what ``apply_history`` would leave as it is, told apart without calling it: a file
+                # that has its dates and author and was written by the commit that added it
+                if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
+                    continue
+                records.apply_history(record, *facts, author_of=author_of)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            log.warning("ignoring the records cache %s (%s: %s)", self.cache_file, type(exc).__name__, exc)
             return None
-        author_of = self.author_of
-        for path, (blob, record, problems) in files.items():
-            facts = file_dates.get(path) if record is not None else None
-            if facts is None:
-                continue
-            data = record.data
-            # what ``apply_history`` would leave as it is, told apart without calling it: a file
-            # that has its dates and author and was written by the commit that added it
-            if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
-                continue
-            records.apply_history(record, *facts, author_of=author_of)
 
         def seniority(paths):
             return entry_order(self.store, commit, paths)
@@ -288,10 +324,11 @@ class Catalog:
                 entry = cached_files.get(path)
                 if entry is None or entry[0] != blob:
                     continue
-                data, problems = entry[1], entry[2]
-                resource = records.resource_of_path(path) if data is not None else None
-                record = Record(resource, data, path, blob) if resource is not None else None
-                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+                try:
+                    files[path] = _entry(path, blob, entry[1], entry[2])
+                except (TypeError, ValueError, IndexError) as exc:
+                    log.warning("ignoring the records cache's entry of %s (%s)", path, exc)
+                    continue
                 hits.add(path)
         contents = self.store.read_blobs(sha for path, sha in changed.items() if sha and path not in hits)
         for path, blob in changed.items():
