@@ -126,12 +126,15 @@ def _entry(path, blob, data, problems) -> tuple:
     return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
 
 
-def _check_maps(claims: dict, derived: dict) -> None:
-    """ValueError unless the cache's claimed ids and derived reference maps have the shapes the
-    cache writer gives them (claimed ids are integers, reference maps hold sets; what the sets
-    hold is not looked at: a union of them all cost 0.4-0.7 s at 100,000 events)."""
+def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
+    """ValueError unless the cache's claimed ids, file dates and derived reference maps have the
+    shapes the cache writer gives them (claimed ids are integers, dates 4-tuples, reference maps
+    hold sets; what the sets hold is not looked at: a union of them all cost 0.4-0.7 s at 100,000
+    events)."""
     if not all(type(value) is int for value in claims.values()):
         raise ValueError("a claimed id that is not an integer")
+    if not all(type(facts) is tuple and len(facts) == 4 for facts in dates.values()):
+        raise ValueError("file dates that are not (changed, added, e-mail, once)")
     for name in ("refs", "published"):
         sets = derived.get(name)
         if sets is None:
@@ -235,7 +238,7 @@ class Catalog:
                 else:
                     files[path] = _entry(path, blob, data, problems)
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
-            _check_maps(claims, derived)
+            _check_maps(claims, derived, dates)
             author_of = self.author_of
             for path, (blob, record, problems) in files.items():
                 facts = file_dates.get(path) if record is not None else None
@@ -249,6 +252,7 @@ class Catalog:
                 records.apply_history(record, *facts, author_of=author_of)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             log.warning("ignoring the records cache %s (%s: %s)", self.cache_file, type(exc).__name__, exc)
+            cached.clear()   # written by no cache writer: none of its entries is used either
             return None
 
         def seniority(paths):
