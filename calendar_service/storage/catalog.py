@@ -7,7 +7,9 @@ a reader sees committed content only and never a half-written file.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import io
 import logging
@@ -36,6 +38,21 @@ CACHED_MODULES = ("records.py", "resources.py", "dates.py", "snapshot.py")
 # the layout of the cache file (a whole snapshot per commit): part of its version, so that code
 # expecting another layout ignores it
 CACHE_FORMAT = b"snapshot-2"
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector for a bulk load (a records cache makes a few
+    million containers, none of them garbage: each collection the allocations trigger would walk
+    them all again, which more than doubled the time of a cold start at 100,000 records). It is
+    enabled again on leaving, unless it was disabled already."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def load_directory(root) -> Snapshot:
@@ -92,6 +109,39 @@ class _CacheUnpickler(pickle.Unpickler):
         if (module, name) in self.ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
+
+
+def _entry(path, blob, data, problems) -> tuple:
+    """(blob, record or None, problems) of one cached file, checked to have the shape the cache
+    writer gives it (ValueError or TypeError otherwise): a record's resource is the one of its
+    path's folder, whatever the entry names."""
+    if type(path) is not str or type(blob) is not str:
+        raise ValueError(f"an entry of {path!r} that no cache writer writes")
+    record = None
+    if data is not None:
+        resource = RESOURCES.get(path[:path.find("/")])
+        rid = data.get("id") if type(data) is dict else False
+        if resource is None or rid is False or type(data.get("slug")) is not str or not (rid is None or type(rid) is int):
+            raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
+        record = Record(resource, data, path, blob)
+    return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
+
+
+def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
+    """ValueError unless the cache's claimed ids, file dates and derived reference maps have the
+    shapes the cache writer gives them (claimed ids are integers, dates 4-tuples, reference maps
+    hold each term's bitmap as its portable bytes; what the bitmaps hold is not looked at here:
+    the snapshot deserializes them and drops the maps whole if one does not read)."""
+    if not all(type(value) is int for value in claims.values()):
+        raise ValueError("a claimed id that is not an integer")
+    if not all(type(facts) is tuple and len(facts) == 4 for facts in dates.values()):
+        raise ValueError("file dates that are not (changed, added, e-mail, once)")
+    for name in ("refs", "published"):
+        maps = derived.get(name)
+        if maps is None:
+            continue
+        if type(maps) is not dict or not all(type(value) is bytes for value in maps.values()):
+            raise ValueError(f"the reference map {name!r} is not one the cache writer writes")
 
 
 def entry_order(store: GitStore, head: str, paths) -> dict[str, int]:
@@ -172,32 +222,39 @@ class Catalog:
 
     def _restore(self, cached: dict) -> Snapshot | None:
         """The snapshot of the cache's commit from the cache alone (no git), or None when the
-        cache does not hold a whole snapshot."""
+        cache does not hold a whole snapshot, or holds something no cache writer writes (a
+        tampered or corrupt file: logged, and nothing of it is used)."""
         commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
         if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
                 and isinstance(derived, dict)):
             return None
         try:
             files: dict = {}
-            for path, (blob, data, problems, name) in cached["files"].items():
-                resource = RESOURCES.get(name) if data is not None else None
-                record = Record(resource, data, path, blob) if resource is not None else None
-                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+            for path, (blob, data, problems, _name) in cached["files"].items():
+                # ``_entry`` inlined for the common case (a record without problems): the same checks
+                resource = RESOURCES.get(path[:path.find("/")]) if type(data) is dict and not problems else None
+                rid = data.get("id") if resource is not None else False
+                if (rid is None or type(rid) is int) and type(blob) is str and type(data.get("slug")) is str:
+                    files[path] = (blob, Record(resource, data, path, blob), ())
+                else:
+                    files[path] = _entry(path, blob, data, problems)
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
-        except (TypeError, ValueError) as exc:
-            log.warning("ignoring the records cache %s (%s)", self.cache_file, exc)
+            _check_maps(claims, derived, dates)
+            author_of = self.author_of
+            for path, (blob, record, problems) in files.items():
+                facts = file_dates.get(path) if record is not None else None
+                if facts is None:
+                    continue
+                data = record.data
+                # what ``apply_history`` would leave as it is, told apart without calling it: a file
+                # that has its dates and author and was written by the commit that added it
+                if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
+                    continue
+                records.apply_history(record, *facts, author_of=author_of)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            log.warning("ignoring the records cache %s (%s: %s)", self.cache_file, type(exc).__name__, exc)
+            cached.clear()   # written by no cache writer: none of its entries is used either
             return None
-        author_of = self.author_of
-        for path, (blob, record, problems) in files.items():
-            facts = file_dates.get(path) if record is not None else None
-            if facts is None:
-                continue
-            data = record.data
-            # what ``apply_history`` would leave as it is, told apart without calling it: a file
-            # that has its dates and author and was written by the commit that added it
-            if facts[3] and data.get("date_utc") and data.get("modified_utc") and data.get("author"):
-                continue
-            records.apply_history(record, *facts, author_of=author_of)
 
         def seniority(paths):
             return entry_order(self.store, commit, paths)
@@ -240,8 +297,11 @@ class Catalog:
             return Snapshot(None, {})
         cached: dict = {}
         if previous.commit is None:
-            cached = self._read_cache()
-            restored = self._restore(cached) if cached else None
+            with collector_paused():
+                cached = self._read_cache()
+                restored = self._restore(cached) if cached else None
+            # what the load made goes out of the collector's sight in one freeze once the service
+            # has started (``service.calendar.freeze_start_objects``: the maps and the index too)
             if restored is not None:
                 if restored.commit == head:
                     return restored
@@ -265,10 +325,11 @@ class Catalog:
                 entry = cached_files.get(path)
                 if entry is None or entry[0] != blob:
                     continue
-                data, problems = entry[1], entry[2]
-                resource = records.resource_of_path(path) if data is not None else None
-                record = Record(resource, data, path, blob) if resource is not None else None
-                files[path] = (blob, record, tuple(Problem(*p) for p in problems) if problems else ())
+                try:
+                    files[path] = _entry(path, blob, entry[1], entry[2])
+                except (TypeError, ValueError, IndexError) as exc:
+                    log.warning("ignoring the records cache's entry of %s (%s)", path, exc)
+                    continue
                 hits.add(path)
         contents = self.store.read_blobs(sha for path, sha in changed.items() if sha and path not in hits)
         for path, blob in changed.items():

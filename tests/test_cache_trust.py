@@ -1,0 +1,187 @@
+"""What a start takes from the records cache, and what it must not.
+
+The records cache (``CALENDAR_INDEX_DIR/records.cache``) is derived data. A record is made from
+one of its entries only when the entry is of the file git has now (same blob), the cache was
+written by this code (same version) and the file is one the cache writer wrote (a plain-data
+pickle of the expected shapes). Anything else is ignored, with a log line when the file is
+broken or tampered with, and the start reads the files from git: the answers are those of a
+start without any cache. Each test first checks that a marker put only in the cache does show
+when the cache is usable, so that it can tell a used entry from an ignored one.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import shutil
+import threading
+
+import pytest
+
+from conftest import Client
+
+EVENTS = "/events?per_page=50&status=publish,draft,private"
+MARK = "Only in the cache"
+
+
+def _wait_for_cache() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "calendar-records-cache":
+            thread.join(30)
+
+
+def _titles(app) -> dict:
+    r = Client(app.test_client(), "administrator").get(EVENTS)
+    assert r.status_code == 200, r.get_json()
+    return {e["id"]: e["title"] for e in r.get_json()["events"]}
+
+
+def _answers(app) -> dict:
+    client = Client(app.test_client(), "administrator")
+    out = {}
+    for route in (EVENTS, "/venues?per_page=50", "/categories?per_page=50"):
+        r = client.get(route)
+        assert r.status_code == 200, (route, r.get_json())
+        out[route] = r.get_json()
+    return out
+
+
+@pytest.fixture
+def cached(paths, make_app, factory, small_cache):
+    """A repository of a few events (a category and a venue named), its records cache written
+    for the head, and what a start without any cache answers."""
+    category = factory.category()
+    venue = factory.venue()
+    ids = [factory.event(categories=[category["id"]], venue=venue["id"])["id"] for _ in range(3)]
+    shutil.rmtree(paths["index_dir"])
+    fresh = _answers(make_app())
+    _wait_for_cache()
+    cache = paths["index_dir"] / "records.cache"
+    entries = pickle.loads(cache.read_bytes())
+    by_id = {entry[1]["id"]: path for path, entry in entries["files"].items()
+             if path.startswith("events/") and entry[1] is not None}
+    return {"cache": cache, "entries": entries, "fresh": fresh, "ids": ids, "path_of": by_id}
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    from calendar_service.storage import catalog
+    monkeypatch.setattr(catalog, "CACHE_MIN_FILES", 1)
+    return catalog
+
+
+def _write(cache, content) -> None:
+    """Put ``content`` (bytes, or what to pickle) in the cache file, once no start is still writing it."""
+    _wait_for_cache()
+    cache.write_bytes(content if isinstance(content, bytes) else pickle.dumps(content))
+
+
+def _mark(entries: dict, path: str) -> None:
+    entries["files"][path][1]["title"] = MARK
+
+
+def test_an_entry_an_editor_changed_after_the_caches_commit_is_read_from_git(cached, make_app, repo):
+    edited, kept = (cached["path_of"][i] for i in cached["ids"][:2])
+    entries = cached["entries"]
+    _mark(entries, edited)
+    _mark(entries, kept)
+    _write(cached["cache"], entries)
+    repo.commit_file(edited, repo("show", f"HEAD:{edited}").replace("title: ", "title: Edited by hand ", 1))
+    titles = _titles(make_app())
+    edited_id, kept_id = cached["ids"][:2]
+    assert titles[kept_id] == MARK             # the cache is used: its commit is an ancestor of the head
+    assert titles[edited_id].startswith("Edited by hand ")   # but not for the file changed since
+
+    # a cache whose commit this repository does not have (another repository's, or history
+    # rewritten): entries are taken by path and blob, so the edited file is still read from git
+    entries["commit"] = "0" * 40
+    _write(cached["cache"], entries)
+    titles = _titles(make_app())
+    assert titles[kept_id] == MARK
+    assert titles[edited_id].startswith("Edited by hand ")
+
+
+def test_a_cache_of_another_blob_at_the_same_path_is_not_used(cached, make_app):
+    entries = cached["entries"]
+    path = cached["path_of"][cached["ids"][0]]
+    _mark(entries, path)
+    entries["commit"] = "0" * 40
+    blob, data, problems, name = entries["files"][path]
+    entries["files"][path] = ("1" * 40, data, problems, name)   # a file of that name, another content
+    _write(cached["cache"], entries)
+    assert MARK not in _titles(make_app()).values()
+    assert _answers(make_app()) == cached["fresh"]
+
+
+def test_a_cache_written_by_other_code_is_ignored(cached, make_app):
+    entries = cached["entries"]
+    _mark(entries, cached["path_of"][cached["ids"][0]])
+    _write(cached["cache"], entries)
+    assert MARK in _titles(make_app()).values()     # the same version: used as it is
+    entries["version"] = "0" * 40
+    _write(cached["cache"], entries)
+    assert _answers(make_app()) == cached["fresh"]
+
+
+class _Planted:
+    """Pickles as a call of ``os.mkdir``: what a hostile cache file could make an unpickler run."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return os.mkdir, (str(self.target),)
+
+
+def _broken_shapes(entries: dict, path: str):
+    """(what was done, the cache's content with it done): right version, wrong shapes."""
+    def copy():
+        return pickle.loads(pickle.dumps(entries))
+
+    def data_as(value):
+        out = copy()
+        blob, data, problems, name = out["files"][path]
+        out["files"][path] = (blob, value(data), problems, name)
+        return out
+
+    yield "data not a mapping", data_as(lambda data: list(data.items()))
+    yield "an id that is not an integer", data_as(lambda data: {**data, "id": str(data["id"])})
+    yield "no slug", data_as(lambda data: {k: v for k, v in data.items() if k != "slug"})
+    short = copy()
+    short["files"][path] = short["files"][path][:3]
+    yield "an entry of three parts", short
+    problems = copy()
+    blob, data, _, name = problems["files"][path]
+    problems["files"][path] = (blob, data, (("one", "part"),), name)
+    yield "a problem of two parts", problems
+    refs = copy()
+    refs["derived"]["refs"] = {key: sorted(ids) for key, ids in refs["derived"]["refs"].items()}
+    yield "reference sets as lists", refs
+    dates = copy()
+    dates["dates"][path] = "bogus"
+    yield "file dates of another shape", dates
+    claims = copy()
+    claims["claims"] = {"events/broken.md": "12"}
+    yield "a claimed id that is not an integer", claims
+
+
+def test_a_tampered_or_broken_cache_is_ignored_with_a_log_line(cached, make_app, tmp_path, caplog):
+    cache, entries, fresh = cached["cache"], cached["entries"], cached["fresh"]
+    path = cached["path_of"][cached["ids"][0]]
+    _mark(entries, path)
+    _write(cache, entries)
+    assert MARK in _titles(make_app()).values()     # the untampered file is used
+
+    planted = tmp_path / "planted"
+    cases = [("a class outside the allow-list", pickle.dumps({**entries, "claims": _Planted(planted)})),
+             ("cut short", pickle.dumps(entries)[:-1000]),
+             ("not a pickle", b"\x00" * 64)]
+    cases += [(what, pickle.dumps(content)) for what, content in _broken_shapes(entries, path)]
+    for what, raw in cases:
+        _write(cache, raw)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="calendar_service.storage.catalog"):
+            answers = _answers(make_app())
+        assert answers == fresh, what
+        assert any("records cache" in r.getMessage() for r in caplog.records), what
+        assert not planted.exists(), what
