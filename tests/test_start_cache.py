@@ -98,6 +98,37 @@ def test_a_cache_whose_commit_is_gone_is_still_used_by_blob(paths, make_app, fac
     assert pickle.loads(cache.read_bytes())["commit"] == repo.head()   # written again for the head
 
 
+def test_a_running_service_keeps_the_cache_near_its_head(paths, make_app, factory, repo, small_cache, monkeypatch):
+    """A start catches up from the cache's commit through the history since (a ``git log`` that
+    grows with the commits), so the cache follows a running service every few heads, and a
+    start that took long to catch up writes it at once."""
+    monkeypatch.setattr(small_cache, "CACHE_REFRESH_HEADS", 3)
+    factory.event()
+    app = make_app()
+    _wait_for_cache()
+    cache = paths["index_dir"] / "records.cache"
+    first = pickle.loads(cache.read_bytes())["commit"]
+    client = Client(app.test_client(), "administrator")
+    heads = []
+    for n in range(3):
+        repo.commit_file(f"events/by-hand-{n}.md", f"---\nid: {910 + n}\nslug: by-hand-{n}\ntitle: By hand {n}\n"
+                         "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\n")
+        heads.append(repo.head())
+        assert client.get(f"/events/{910 + n}").status_code == 200   # the service follows the branch
+        _wait_for_cache()
+        written = pickle.loads(cache.read_bytes())["commit"]
+        assert written == (first if n < 2 else heads[-1]), n   # untouched for two heads, written at the third
+
+    # a start that spends longer than CACHE_SLOW_CATCH_UP deriving from an older cache writes it again
+    repo.commit_file("events/by-hand-9.md", "---\nid: 919\nslug: by-hand-9\ntitle: By hand 9\n"
+                     "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\n")
+    monkeypatch.setattr(small_cache, "CACHE_STALE_SHARE", 10 ** 6)   # only the time rule can write it
+    monkeypatch.setattr(small_cache, "CACHE_SLOW_CATCH_UP", 0.0)
+    make_app()
+    _wait_for_cache()
+    assert pickle.loads(cache.read_bytes())["commit"] == repo.head()
+
+
 def test_the_first_list_after_a_write_shows_what_changed_in_the_events_it_embeds(admin, factory):
     category = factory.category()
     venue = factory.venue(city="Springfield")

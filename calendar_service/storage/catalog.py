@@ -16,6 +16,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 from pathlib import Path
 
 from calendar_service.domain import records
@@ -31,6 +32,11 @@ log = logging.getLogger(__name__)
 
 CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
 CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files changed since its commit
+# A start derives from the cache's commit by reading the history since (the changed files' dates:
+# a ``git log`` of ~50 ms per commit at 100,000 files), so a running catalog writes the cache again
+# after this many new heads, and a start that spent this long catching up writes it at once.
+CACHE_REFRESH_HEADS = 100
+CACHE_SLOW_CATCH_UP = 1.0   # seconds
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 # the modules that decide what the cache holds (a parsed record; the snapshot's maps kept with
 # the records): a cache written by other code is ignored
@@ -181,6 +187,8 @@ class Catalog:
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
         self._past: dict[str, Snapshot] = {}
+        self._heads_since_cache = 0   # heads this catalog advanced to since the cache was read or written
+        self._cache_writing = threading.Lock()   # one background write of the cache at a time
 
     def _read_cache(self) -> dict:
         """The cache file's content (``files``: path -> (blob, data or None, problems as tuples,
@@ -271,7 +279,11 @@ class Catalog:
             return snapshot
         with self._lock:
             if self._snapshot.commit != head:
+                starting = self._snapshot.commit is None   # a start reads or writes the cache itself
                 self._snapshot = self._advance(self._snapshot, head)
+                self._heads_since_cache = 0 if starting else self._heads_since_cache + 1
+                if self._heads_since_cache >= CACHE_REFRESH_HEADS:
+                    self._write_cache_later(self._snapshot)
             return self._snapshot
 
     def at(self, commit: str) -> Snapshot:
@@ -362,9 +374,8 @@ class Catalog:
             snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
             snapshot.file_dates = file_dates
             # no whole snapshot in the cache (none, an older format, its commit gone): keep this one
-            if self.cache_file is not None and len(changed) >= CACHE_MIN_FILES:
-                threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
-                                 daemon=True).start()
+            if len(changed) >= CACHE_MIN_FILES:
+                self._write_cache_later(snapshot)
             return snapshot
         snapshot = Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
         snapshot.file_dates = file_dates
@@ -372,13 +383,26 @@ class Catalog:
 
     def _advance_from_cache(self, restored: Snapshot, head: str) -> Snapshot:
         """The snapshot of ``head`` derived from the cache's (the files changed since read); the
-        cache is written again for ``head`` when many files changed."""
+        cache is written again for ``head`` when many files changed or catching up took long."""
+        started = time.monotonic()
         snapshot = self._advance(restored, head)
         changed = len(snapshot.changed_since[1]) if snapshot.changed_since else len(snapshot.files)
-        if changed > len(snapshot.files) // CACHE_STALE_SHARE:
-            threading.Thread(target=self._write_cache, args=(snapshot,), name="calendar-records-cache",
-                             daemon=True).start()
+        if changed > len(snapshot.files) // CACHE_STALE_SHARE or time.monotonic() - started > CACHE_SLOW_CATCH_UP:
+            self._write_cache_later(snapshot)
         return snapshot
+
+    def _write_cache_later(self, snapshot: Snapshot) -> None:
+        """Write the cache for ``snapshot`` in a background thread, unless one is writing already."""
+        if self.cache_file is None or not self._cache_writing.acquire(blocking=False):
+            return
+        self._heads_since_cache = 0
+
+        def write():
+            try:
+                self._write_cache(snapshot)
+            finally:
+                self._cache_writing.release()
+        threading.Thread(target=write, name="calendar-records-cache", daemon=True).start()
 
     def _file_dates(self, previous: Snapshot, head: str, changed: dict) -> dict:
         """path -> FileDates of every file at ``head``, derived from ``previous``'s for the paths
