@@ -195,6 +195,7 @@ class ServePhase:
         def feed(params: dict):
             response = self.runner.get("/events", {"ical": 1, **params})
             response.get_data()
+            response.close()   # as a WSGI server closes a streamed body once it is sent
             return response
 
         feeds = {}

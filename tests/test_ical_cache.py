@@ -55,3 +55,23 @@ def test_a_kept_vevent_is_smaller_than_it_and_given_back_whole():
     assert cache.get(a, "ctx", (Rec(),)) is None and cache.get(a, "other", (venue,)) is None
     assert cache.get(Rec(), "ctx", ()) is None
     assert cache.weight - 2 * 200 < len(first) + len(second)
+
+
+def test_a_large_feed_gives_the_heap_back_once_it_is_sent(many, anon, monkeypatch):  # noqa: F811  (a fixture)
+    """A feed of at least TRIM_AFTER_EVENTS events trims the C heap when the server closes it
+    (the VEVENTs built and dropped leave it full of holes); a smaller one does not."""
+    from calendar_service.http import memory
+
+    if memory._malloc_trim() is None:
+        pytest.skip("not glibc: nothing to give back")
+    monkeypatch.setattr(memory, "TRIM_AFTER_EVENTS", 40)
+    before = memory.trims
+    small = anon.get("/events", query_string={"ical": "1", "per_page": 10})
+    small.get_data()
+    small.close()
+    assert memory.trims == before
+    large = anon.get("/events", query_string={"ical": "1"})   # every public event: 40
+    assert large.get_data().count(b"BEGIN:VEVENT") == 40
+    assert memory.trims == before   # not while the body is still being sent
+    large.close()
+    assert memory.trims == before + 1

@@ -9,7 +9,7 @@ from flask import Response, request
 from calendar_service.http import errors
 from calendar_service.domain import dates, queries
 from calendar_service.domain.resources import EVENTS
-from calendar_service.http import ical
+from calendar_service.http import ical, memory
 from calendar_service.http.call import Call
 from calendar_service.http.handlers.paging import page_size, paging_links, post_list, set_totals, statuses_of
 
@@ -107,13 +107,17 @@ def wants_ical(call: Call) -> bool:
     return best == ical.MEDIA_TYPE
 
 
-def ical_response(chunks, filename: str) -> Response:
-    """A streamed text/calendar response offering ``filename`` (made of a slug; kept to safe ASCII)."""
+def ical_response(chunks, filename: str, events: int = 0) -> Response:
+    """A streamed text/calendar response offering ``filename`` (made of a slug; kept to safe ASCII);
+    once a feed of many ``events`` is sent and closed, the heap's free space goes back to the system."""
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in filename)
-    return Response(chunks, status=200, headers={
+    response = Response(chunks, status=200, headers={
         "Content-Type": ical.MEDIA_TYPE + "; charset=utf-8",
         "Content-Disposition": f'attachment; filename="{safe}"',
     })
+    if events >= memory.TRIM_AFTER_EVENTS:
+        response.call_on_close(memory.give_back)
+    return response
 
 
 UNPAGED = 2**31 - 1   # per_page of a feed without page/per_page (pages are sliced, never allocated)
@@ -145,7 +149,7 @@ def _events_feed(call: Call, query: queries.EventQuery, echo: list[tuple[str, ob
         items = _series_of_items(call.snapshot, items)
     set_totals(call, result)
     presenter = ical.IcalPresenter(call.snapshot, call.urls, call.service.site_tz, call.unlocked, call.user)
-    return ical_response(presenter.feed(items), "events.ics")
+    return ical_response(presenter.feed(items), "events.ics", len(items))
 
 
 def _series_of_items(snapshot, items: list) -> list:
