@@ -104,9 +104,21 @@ def test_a_running_service_keeps_the_cache_near_its_head(paths, make_app, factor
     start that took long to catch up writes it at once."""
     monkeypatch.setattr(small_cache, "CACHE_REFRESH_HEADS", 3)
     factory.event()
+    monkeypatch.setattr(small_cache, "CACHE_REFRESH_SECONDS", 3600.0)
     app = make_app()
     _wait_for_cache()
     cache = paths["index_dir"] / "records.cache"
+    started = pickle.loads(cache.read_bytes())["commit"]
+    client = Client(app.test_client(), "administrator")
+    for n in range(4):   # within the hour after the start: heads enough, but too soon to write it again
+        repo.commit_file(f"events/early-{n}.md", f"---\nid: {930 + n}\nslug: early-{n}\ntitle: Early {n}\n"
+                         "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\n")
+        assert client.get(f"/events/{930 + n}").status_code == 200
+    _wait_for_cache()
+    assert pickle.loads(cache.read_bytes())["commit"] == started
+    monkeypatch.setattr(small_cache, "CACHE_REFRESH_SECONDS", 0.0)
+    app = make_app()
+    _wait_for_cache()
     first = pickle.loads(cache.read_bytes())["commit"]
     client = Client(app.test_client(), "administrator")
     heads = []

@@ -34,8 +34,11 @@ CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
 CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files changed since its commit
 # A start derives from the cache's commit by reading the history since (the changed files' dates:
 # a ``git log`` of ~50 ms per commit at 100,000 files), so a running catalog writes the cache again
-# after this many new heads, and a start that spent this long catching up writes it at once.
+# after this many new heads, at most once in CACHE_REFRESH_SECONDS (a write of the cache at 100,000
+# files is ~2 s of CPU in a thread beside the requests), and a start that spent this long catching
+# up writes it at once.
 CACHE_REFRESH_HEADS = 100
+CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 # the modules that decide what the cache holds (a parsed record; the snapshot's maps kept with
@@ -188,6 +191,7 @@ class Catalog:
         self._snapshot = Snapshot(None, {})
         self._past: dict[str, Snapshot] = {}
         self._heads_since_cache = 0   # heads this catalog advanced to since the cache was read or written
+        self._cache_refreshed = time.monotonic()   # when the cache was last written (or this catalog made)
         self._cache_writing = threading.Lock()   # one background write of the cache at a time
 
     def _read_cache(self) -> dict:
@@ -282,7 +286,8 @@ class Catalog:
                 starting = self._snapshot.commit is None   # a start reads or writes the cache itself
                 self._snapshot = self._advance(self._snapshot, head)
                 self._heads_since_cache = 0 if starting else self._heads_since_cache + 1
-                if self._heads_since_cache >= CACHE_REFRESH_HEADS:
+                if (self._heads_since_cache >= CACHE_REFRESH_HEADS
+                        and time.monotonic() - self._cache_refreshed >= CACHE_REFRESH_SECONDS):
                     self._write_cache_later(self._snapshot)
             return self._snapshot
 
@@ -396,6 +401,7 @@ class Catalog:
         if self.cache_file is None or not self._cache_writing.acquire(blocking=False):
             return
         self._heads_since_cache = 0
+        self._cache_refreshed = time.monotonic()
 
         def write():
             try:
