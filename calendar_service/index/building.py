@@ -19,7 +19,6 @@ import contextlib
 import gc
 import os
 import pickle
-import random
 import select
 import shutil
 import signal
@@ -67,7 +66,6 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
         code = 1
         try:
             gc.disable()
-            random.seed()   # Whoosh names segments from the global random: not the parent's sequence
             os.close(read_fd)
             part = open_writer(whoosh_index.create_in(str(scratch), schema))
             for record in records[:half]:

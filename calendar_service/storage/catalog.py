@@ -243,13 +243,7 @@ class Catalog:
         try:
             files: dict = {}
             for path, (blob, data, problems, _name) in cached["files"].items():
-                # ``_entry`` inlined for the common case (a record without problems): the same checks
-                resource = RESOURCES.get(path[:path.find("/")]) if type(data) is dict and not problems else None
-                rid = data.get("id") if resource is not None else False
-                if (rid is None or type(rid) is int) and type(blob) is str and type(data.get("slug")) is str:
-                    files[path] = (blob, Record(resource, data, path, blob), ())
-                else:
-                    files[path] = _entry(path, blob, data, problems)
+                files[path] = _entry(path, blob, data, problems)
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
             _check_maps(claims, derived, dates)
             author_of = self.author_of
