@@ -6,8 +6,10 @@ Flask app built by the factory, and a users file with one account per role.
 from __future__ import annotations
 
 import base64
+import pickle
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -226,3 +228,23 @@ def world(factory):
         "categories": [factory.category()],
         "tags": [factory.tag()],
     }
+
+
+def cached_data(entries: dict, path: str) -> dict:
+    """The data the records cache (as ``pickle.loads`` of its file gives it) holds for ``path``:
+    each record is a pickle packed by zlib against the cache's dictionary."""
+    return pickle.loads(zlib.decompressobj(zdict=entries["dictionary"]).decompress(entries["files"][path][1]))
+
+
+def pack_cached(entries: dict, raw: bytes) -> bytes:
+    """``raw`` packed as the records cache packs a record's pickle."""
+    deflate = zlib.compressobj(6, zdict=entries["dictionary"])
+    return deflate.compress(raw) + deflate.flush()
+
+
+def set_cached(entries: dict, path: str, **changes) -> None:
+    """Change values of ``path``'s record in the records cache's ``entries`` (to tell, after a
+    start, a value taken from the cache from one read from git)."""
+    entry = entries["files"][path]
+    data = {**cached_data(entries, path), **changes}
+    entries["files"][path] = (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:])

@@ -5,7 +5,9 @@ one of its entries only when the entry is of the file git has now (same blob), t
 written by this code (same version) and the file is one the cache writer wrote (a plain-data
 pickle of the expected shapes). Anything else is ignored, with a log line when the file is
 broken or tampered with, and the start reads the files from git: the answers are those of a
-start without any cache. Each test first checks that a marker put only in the cache does show
+start without any cache. A record's data is packed (a zlib stream against the cache's
+dictionary) and read when first used: data that does not read back as the record its entry
+names is logged and that file is read from git. Each test first checks that a marker put only in the cache does show
 when the cache is usable, so that it can tell a used entry from an ignored one.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 
 import pytest
 
-from conftest import Client
+from conftest import Client, cached_data, pack_cached, set_cached
 
 EVENTS = "/events?per_page=50&status=publish,draft,private"
 MARK = "Only in the cache"
@@ -58,7 +60,7 @@ def cached(paths, make_app, factory, small_cache):
     _wait_for_cache()
     cache = paths["index_dir"] / "records.cache"
     entries = pickle.loads(cache.read_bytes())
-    by_id = {entry[1]["id"]: path for path, entry in entries["files"].items()
+    by_id = {entry[4]: path for path, entry in entries["files"].items()
              if path.startswith("events/") and entry[1] is not None}
     return {"cache": cache, "entries": entries, "fresh": fresh, "ids": ids, "path_of": by_id}
 
@@ -76,8 +78,14 @@ def _write(cache, content) -> None:
     cache.write_bytes(content if isinstance(content, bytes) else pickle.dumps(content))
 
 
+def _with_data(entries: dict, path: str, data) -> None:
+    """Replace the data of ``path``'s entry (packed as the cache writer packs it)."""
+    entry = entries["files"][path]
+    entries["files"][path] = (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:])
+
+
 def _mark(entries: dict, path: str) -> None:
-    entries["files"][path][1]["title"] = MARK
+    set_cached(entries, path, title=MARK)
 
 
 def test_an_entry_an_editor_changed_after_the_caches_commit_is_read_from_git(cached, make_app, repo):
@@ -106,8 +114,8 @@ def test_a_cache_of_another_blob_at_the_same_path_is_not_used(cached, make_app):
     path = cached["path_of"][cached["ids"][0]]
     _mark(entries, path)
     entries["commit"] = "0" * 40
-    blob, data, problems, name = entries["files"][path]
-    entries["files"][path] = ("1" * 40, data, problems, name)   # a file of that name, another content
+    blob, *rest = entries["files"][path]
+    entries["files"][path] = ("1" * 40, *rest)   # a file of that name, another content
     _write(cached["cache"], entries)
     assert MARK not in _titles(make_app()).values()
     assert _answers(make_app()) == cached["fresh"]
@@ -133,26 +141,40 @@ class _Planted:
         return os.mkdir, (str(self.target),)
 
 
-def _broken_shapes(entries: dict, path: str):
+def _broken_shapes(entries: dict, path: str, target):
     """(what was done, the cache's content with it done): right version, wrong shapes."""
     def copy():
         return pickle.loads(pickle.dumps(entries))
 
     def data_as(value):
         out = copy()
-        blob, data, problems, name = out["files"][path]
-        out["files"][path] = (blob, value(data), problems, name)
+        _with_data(out, path, value(cached_data(out, path)))
+        return out
+
+    def entry_as(position, value):
+        out = copy()
+        entry = list(out["files"][path])
+        entry[position] = value
+        out["files"][path] = tuple(entry)
         return out
 
     yield "data not a mapping", data_as(lambda data: list(data.items()))
-    yield "an id that is not an integer", data_as(lambda data: {**data, "id": str(data["id"])})
-    yield "no slug", data_as(lambda data: {k: v for k, v in data.items() if k != "slug"})
+    yield "data of another id", data_as(lambda data: {**data, "id": str(data["id"])})
+    yield "data without a slug", data_as(lambda data: {k: v for k, v in data.items() if k != "slug"})
+    yield "an id that is not an integer", entry_as(4, str(entries["files"][path][4]))
+    yield "a slug that is not a string", entry_as(5, None)
+    yield "data that is not zlib", entry_as(1, b"not a zlib stream")
+    yield "data that is not a pickle", entry_as(1, pack_cached(entries, b"not a pickle"))
+    yield "data that inflates beyond a record's size", entry_as(1, pack_cached(entries, b" " * (17 << 20)))
+    yield "data naming a class outside the allow-list", entry_as(1, pack_cached(entries, pickle.dumps(_Planted(target))))
+    yield "packed data that is text", entry_as(1, "text")
+    yield "a dictionary that is not bytes", {**copy(), "dictionary": "text"}
     short = copy()
     short["files"][path] = short["files"][path][:3]
     yield "an entry of three parts", short
     problems = copy()
-    blob, data, _, name = problems["files"][path]
-    problems["files"][path] = (blob, data, (("one", "part"),), name)
+    blob, data, _, *rest = problems["files"][path]
+    problems["files"][path] = (blob, data, (("one", "part"),), *rest)
     yield "a problem of two parts", problems
     refs = copy()
     refs["derived"]["refs"] = {key: sorted(ids) for key, ids in refs["derived"]["refs"].items()}
@@ -160,6 +182,9 @@ def _broken_shapes(entries: dict, path: str):
     dates = copy()
     dates["dates"][path] = "bogus"
     yield "file dates of another shape", dates
+    dates = copy()
+    dates["dates"][path] = ("1", 2, "a@example.org", True)
+    yield "file dates of other types", dates
     claims = copy()
     claims["claims"] = {"events/broken.md": "12"}
     yield "a claimed id that is not an integer", claims
@@ -176,7 +201,7 @@ def test_a_tampered_or_broken_cache_is_ignored_with_a_log_line(cached, make_app,
     cases = [("a class outside the allow-list", pickle.dumps({**entries, "claims": _Planted(planted)})),
              ("cut short", pickle.dumps(entries)[:-1000]),
              ("not a pickle", b"\x00" * 64)]
-    cases += [(what, pickle.dumps(content)) for what, content in _broken_shapes(entries, path)]
+    cases += [(what, pickle.dumps(content)) for what, content in _broken_shapes(entries, path, planted)]
     for what, raw in cases:
         _write(cache, raw)
         caplog.clear()

@@ -22,7 +22,7 @@ from calendar_service import __main__ as cli
 from calendar_service.cli.importer import ImportFailure, import_events
 from calendar_service.storage import bulk
 from calendar_service.storage.store import GitStore
-from conftest import Client
+from conftest import Client, set_cached
 
 SAMPLES = Path(__file__).resolve().parent / "samples"  # responses recorded from the original
 UTC = ZoneInfo("UTC")
@@ -301,7 +301,7 @@ def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, r
     # the cache is what a restart reads (a record changed only in the cache shows), keyed by blob:
     # a file changed since is parsed again
     entries = pickle.loads(cache.read_bytes())
-    entries["files"]["events/event-1.md"][1]["title"] = "From the cache"
+    set_cached(entries, "events/event-1.md", title="From the cache")
     cache.write_bytes(pickle.dumps(entries))
     repo.commit_file("events/event-2.md", repo("show", "HEAD:events/event-2.md").replace("Event 2", "Edited 2"))
     client = Client(make_app().test_client(), None)

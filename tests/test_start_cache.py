@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from conftest import Client
+from conftest import Client, set_cached
 
 ROUTES = ("/events?per_page=50&status=publish,draft,private", "/venues?per_page=50", "/organizers?per_page=50",
           "/categories?per_page=50", "/tags?per_page=50")
@@ -66,7 +66,7 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
     by_hand = fresh["/events/900"]
     assert by_hand["date_utc"] > "2020" and by_hand["modified_utc"] == by_hand["date_utc"]
     path = next(p for p in entries["files"] if p.startswith("events/") and p != "events/by-hand.md")
-    entries["files"][path][1]["title"] = "Only in the cache"
+    set_cached(entries, path, title="Only in the cache")
     cache.write_bytes(pickle.dumps(entries))
     restored = _everything(make_app(), "/events/900")
     assert "Only in the cache" in [e["title"] for e in restored[ROUTES[0]]["events"]]
@@ -81,6 +81,36 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
     shutil.rmtree(index_dir)
     assert _everything(make_app(), "/events/900") == derived
     assert any(e["title"].startswith("Edited ") for e in derived[ROUTES[0]]["events"])
+
+
+def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_bound(paths, make_app, factory, repo,
+                                                                                  small_cache, monkeypatch):
+    """A start from the cache makes no record's data until it is used; beyond the bound of
+    records holding their data the oldest forget it, and make it again the same when asked."""
+    from calendar_service.domain import records
+    category = factory.category()
+    venue = factory.venue()
+    for n in range(6):
+        factory.event(categories=[category["id"]], venue=venue["id"], tags=[f"tag-{n % 2}"])
+    repo.commit_file("events/by-hand.md", "---\nid: 900\nslug: by-hand\ntitle: By hand\n"
+                     "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\nText\n")
+    shutil.rmtree(paths["index_dir"])
+    fresh = _everything(make_app(), "/events/900")
+    _wait_for_cache()
+
+    records.RECENT.clear()
+    monkeypatch.setattr(records.RECENT, "size", 2)
+    app = make_app()
+    snapshot = app.extensions["calendar"].catalog.current()
+    restored = [entry[1] for entry in snapshot.files.values() if entry[1] is not None]
+    assert restored and all(record.packed_data is not None for record in restored)
+    assert _everything(app, "/events/900") == fresh
+    assert len(records.RECENT) <= 2
+    held = [record for record in restored if record._data is not None]
+    assert len(held) <= 2
+    # the forgotten ones are made again from their bytes, git dates filled in as before
+    assert _everything(app, "/events/900") == fresh
+    assert fresh["/events/900"]["date_utc"] > "2020"
 
 
 def test_a_cache_whose_commit_is_gone_is_still_used_by_blob(paths, make_app, factory, repo, small_cache):

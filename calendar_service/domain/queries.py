@@ -180,19 +180,19 @@ def event_text(event: Record) -> str:
 def event_tokens(event: Record) -> str:
     """The analysed words of an event's title, excerpt and description as a ``word_string``
     (kept on the record, which is immutable for its blob; the scanning lists' search)."""
-    tokens = event.__dict__.get("_words")
+    tokens = event.remembered("words")
     if tokens is None:
         tokens = word_string(analysed_set(event_text(event)))
-        event.__dict__["_words"] = tokens
+        event.remember("words", tokens)
     return tokens
 
 
 def title_tokens(event: Record) -> str:
     """The analysed words of an event's title alone, as a ``word_string`` (kept on the record)."""
-    tokens = event.__dict__.get("_title_words")
+    tokens = event.remembered("title_words")
     if tokens is None:
         tokens = word_string(analysed_set(str(event.data.get("title") or "")))
-        event.__dict__["_title_words"] = tokens
+        event.remember("title_words", tokens)
     return tokens
 
 

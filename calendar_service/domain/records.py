@@ -11,7 +11,7 @@ import difflib
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 import frontmatter
 import yaml
@@ -19,6 +19,7 @@ import yaml
 from calendar_service.domain import dates
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain import series_file
+from calendar_service.domain.record import RECENT, STAMP_TOLERANCE, Record, apply_history, fill_history  # noqa: F401 (the record's own module)
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
 try:  # the C loader and dumper are five to seven times faster than the pure-Python ones
@@ -149,86 +150,6 @@ def compact(data: dict) -> dict:
     data.clear()
     data.update(items)
     return data
-
-
-@dataclass
-class Record:
-    """One record as loaded from its file at some commit.
-
-    ``parse`` compacts its data (see ``compact``); records read back from the catalog's pickled
-    cache share their strings already (pickle stores an object once however often it is named),
-    so loading them pays nothing more.
-    """
-
-    resource: Resource
-    data: dict
-    path: str
-    blob: str = ""
-    # keys whose values came from git history, not from the file: key -> the file's value (None: absent)
-    filled: dict | None = None
-
-    def file_data(self) -> dict:
-        """``data`` as the file holds it (without the values taken from git history)."""
-        if not self.filled:
-            return self.data
-        data = {k: v for k, v in self.data.items() if k not in self.filled}
-        data.update({k: v for k, v in self.filled.items() if v is not None})
-        return data
-
-    @property
-    def id(self) -> int:
-        return self.data["id"]
-
-    @property
-    def slug(self) -> str:
-        return self.data["slug"]
-
-    @property
-    def status(self) -> str:
-        return self.data.get("status") or "publish"
-
-    @property
-    def title(self) -> str:
-        return self.data.get(self.resource.title_key) or ""
-
-
-# A file's ``modified_utc`` this much older than the commit that last changed the file was not
-# written by that commit (the API stamps a record moments before it commits it).
-STAMP_TOLERANCE = 10
-
-
-def apply_history(record: Record, changed: int, added: int, email: str, once: bool, author_of=None) -> None:
-    """Complete a post's dates and author from git history (epoch seconds, committer time):
-    ``changed`` the commit that last changed its file, ``added``/``email`` the one that added it
-    (``once``: they are the same commit). Kept from the file: ``date_utc``, ``author``, and a
-    ``modified_utc`` written by the commit that last changed the file (it added the file, or the
-    value is not older than the commit by more than STAMP_TOLERANCE); otherwise ``modified_utc``
-    is that commit's date. A missing ``date_utc`` is the adding commit's date, a missing author
-    ``author_of(email)`` (an account id, or None to leave it out)."""
-    if record.resource.kind != "post":
-        return
-    data, filled = record.data, {}
-    if not data.get("date_utc") and added:
-        filled["date_utc"] = data.get("date_utc")
-        data["date_utc"] = dates.fmt(datetime.fromtimestamp(added, timezone.utc))
-    stamp = data.get("modified_utc")
-    if changed and (not stamp or (not once and _epoch(stamp) < changed - STAMP_TOLERANCE)):
-        filled["modified_utc"] = stamp
-        data["modified_utc"] = dates.fmt(datetime.fromtimestamp(changed, timezone.utc))
-    if not data.get("author") and email and author_of is not None:
-        author = author_of(email)
-        if author:
-            filled["author"] = data.get("author")
-            data["author"] = author
-    if filled:
-        record.filled = filled
-
-
-def _epoch(stamp: str) -> int:
-    try:
-        return int(dates.read_local(stamp, timezone.utc).timestamp())
-    except ValueError:
-        return 0
 
 
 def is_safe_slug(slug) -> bool:

@@ -148,7 +148,7 @@ def _by_resource(parsed: list[Record]) -> tuple[dict, dict]:
         if group is None:
             group = groups[record.resource] = []
         group.append(record)
-    return groups, {resource: {record.data.get("id"): record for record in group} for resource, group in groups.items()}
+    return groups, {resource: {record.id: record for record in group} for resource, group in groups.items()}
 
 
 class Snapshot:
@@ -247,7 +247,7 @@ class Snapshot:
             return False
         for resource, by_id in maps.items():
             self.by_id[resource.name] = by_id
-            self.by_slug[resource.name] = {record.data["slug"]: record for record in groups[resource]}
+            self.by_slug[resource.name] = {record.slug: record for record in groups[resource]}
             self.ids[resource.id_space].update(by_id)
         restored = self._restored
         self._restored = None

@@ -214,14 +214,14 @@ class IcalPresenter:
         """The first and last local day of a series' occurrences up to the default horizon (kept on
         the record for the day: the horizon moves daily)."""
         today = datetime.now(timezone.utc).date()
-        kept = record.__dict__.get("_ical_span")
+        kept = record.remembered("ical_span")
         if kept is not None and kept[0] == today:
             return kept[1]
         horizon = recurrence.horizon_end(datetime.now(timezone.utc), recurrence.DEFAULT_HORIZON_MONTHS)
         first = last = series.start.date()
         for occ in recurrence.occurrences(series, horizon_end=horizon):
             first, last = min(first, occ.start.date()), max(last, occ.end.date())
-        record.__dict__["_ical_span"] = (today, (first, last))
+        record.remember("ical_span", (today, (first, last)))
         return first, last
 
     # ------------------------------------------------------------------------- events

@@ -94,7 +94,7 @@ def event_document(record: Record, site_tz) -> dict:
         "flags": ",".join(flags) or None,
         "parent": str(data["post_parent"]) if data.get("post_parent") else None,
         # the scanning path's words when it has them; not kept on the record otherwise (memory)
-        "text": (record.__dict__.get("_words") or word_string(analysed_set(event_text(record))))[1:],
+        "text": (record.remembered("words") or word_string(analysed_set(event_text(record))))[1:],
     }
     for key in REFERENCE_FIELDS:
         # a comma separates keywords: a reference holding one cannot be a term
