@@ -312,7 +312,8 @@ class Catalog:
         dates = {paths.get(path, path): tuple(facts) for path, facts in snapshot.file_dates.items()}
         try:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.tmp")
+            # a name of this writer's own (another process or thread may be writing one too)
+            tmp = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(tmp, "wb") as handle:
                 pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
                              "files": files, "dates": dates,
