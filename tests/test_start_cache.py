@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
 def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_bound(paths, make_app, factory, repo,
                                                                                   small_cache, monkeypatch):
     """A start from the cache makes no record's data until it is used; beyond the bound of
-    records holding their data the oldest forget it, and make it again the same when asked."""
+    events holding their data the oldest forget it, and make it again the same when asked."""
     from calendar_service.domain import records
     category = factory.category()
     venue = factory.venue()
@@ -106,11 +107,53 @@ def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_boun
     assert restored and all(record.packed_data is not None for record in restored)
     assert _everything(app, "/events/900") == fresh
     assert len(records.RECENT) <= 2
-    held = [record for record in restored if record._data is not None]
-    assert len(held) <= 2
+    events = [record for record in restored if record.resource.name == "events"]
+    assert len([record for record in events if record._data is not None]) <= 2
+    # venues, organizers and terms are held once made (their lists read every one of them)
+    others = [record for record in restored if record.resource.name != "events"]
+    assert others and all(record._data is not None for record in others)
     # the forgotten ones are made again from their bytes, git dates filled in as before
     assert _everything(app, "/events/900") == fresh
     assert fresh["/events/900"]["date_utc"] > "2020"
+
+
+def _search_ids(app, role, words: str) -> set:
+    """Ids a search lists, once the search index reflects the branch head (not the scanning path)."""
+    service = app.extensions["calendar"]
+    client = Client(app.test_client(), role)
+    deadline = time.monotonic() + 20
+    while True:
+        r = client.get("/events", query_string={"search": words})
+        view = service.index._view
+        if view is not None and view.commit == service.store.head():
+            assert r.status_code == 200, r.get_json()
+            return {e["id"] for e in r.get_json()["events"]}
+        assert time.monotonic() < deadline, "the index did not catch up"
+        time.sleep(0.02)
+
+
+def test_protected_events_are_known_from_the_cache_without_reading_every_record(paths, make_app, factory, repo,
+                                                                                small_cache):
+    """The password-protected events are kept with the references: a start from the cache
+    knows them (a search matches only their titles), and a write that removes a password or
+    adds one is followed."""
+    hidden = factory.event(title="Garden party", description="Bring a zebracorn costume", password="sesame")
+    plain = factory.event(title="Zoo visit", description="See the zebracorn enclosure")
+    shutil.rmtree(paths["index_dir"])
+    make_app()
+    _wait_for_cache()
+    app = make_app()
+    snapshot = app.extensions["calendar"].catalog.current()
+    assert all(entry[1] is None or entry[1].packed_data is not None for entry in snapshot.files.values())
+    assert [e.id for e in snapshot.protected_events()] == [hidden["id"]]
+    assert _search_ids(app, None, "zebracorn") == {plain["id"]}
+    assert _search_ids(app, None, "garden") == {hidden["id"]}
+
+    admin = Client(app.test_client(), "administrator")
+    assert admin.post(f"/events/{hidden['id']}", json={"password": ""}).status_code == 200
+    assert _search_ids(app, None, "zebracorn") == {plain["id"], hidden["id"]}
+    assert admin.post(f"/events/{plain['id']}", json={"password": "other"}).status_code == 200
+    assert _search_ids(app, None, "zebracorn") == {hidden["id"]}
 
 
 def test_a_cache_whose_commit_is_gone_is_still_used_by_blob(paths, make_app, factory, repo, small_cache):

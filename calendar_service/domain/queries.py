@@ -196,15 +196,6 @@ def title_tokens(event: Record) -> str:
     return tokens
 
 
-def protected_events(snapshot: Snapshot) -> list[Record]:
-    """The password-protected events of ``snapshot`` (remembered for its commit)."""
-    found = snapshot.memo.get("protected_events")
-    if found is None:
-        found = [e for e in snapshot.all(EVENTS) if e.data.get("password")]
-        snapshot.memo["protected_events"] = found
-    return found
-
-
 def searchable_tokens(event: Record, unlocked) -> str:
     """The words a search may match an event on: all of its text, or only its title when it is
     password-protected and the caller may not see the protected fields (as WordPress keeps

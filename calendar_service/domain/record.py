@@ -20,30 +20,35 @@ class Record:
 
     ``parse`` compacts its data (see ``compact``). A record restored from the catalog's cache is
     *packed*: it holds its file's data as the cache's bytes and ``source`` (the catalog's), which
-    makes the dict on first use (history dates filled in); at most ``RecentRecords.size`` packed
-    records hold their dict at once, the others drop it and make it again when asked (at 100,000
-    events the dicts are ~190 MB, the bytes ~80 MB). Its id and slug are kept beside it: the
-    snapshot's maps are built without making any dict.
+    makes the dict on first use (history dates filled in). Unless it is *held*, at most
+    ``RECENT.size`` packed records hold their dict at once; the others drop it and make it again
+    when asked (at 100,000 events the dicts are ~190 MB, the bytes ~20 MB). The catalog holds
+    venues, organizers and terms (few, and their lists read them all); events are forgotten. Its
+    id and slug are kept beside it: the snapshot's maps are built without making any dict.
     """
 
     __slots__ = ("resource", "path", "blob", "id", "slug", "_data", "_filled", "_packed", "_facts", "_source",
-                 "_remembered")
+                 "_remembered", "_held")
 
     def __init__(self, resource: Resource, data: dict, path: str, blob: str = "", filled: dict | None = None):
         self.resource, self.path, self.blob = resource, path, blob
         self._data, self._filled = data, filled
         self.id, self.slug = data.get("id"), data.get("slug")
         self._packed = self._facts = self._source = self._remembered = None
+        self._held = True
 
     @classmethod
-    def packed(cls, resource: Resource, path: str, blob: str, rid, slug: str, packed: bytes, facts, source) -> "Record":
+    def packed(cls, resource: Resource, path: str, blob: str, rid, slug: str, packed: bytes, facts, source,
+               held: bool = False) -> "Record":
         """A record whose data is made from ``packed`` by ``source.unpack(record)`` when first
-        used (``facts``: its file's git dates, filled in then)."""
+        used (``facts``: its file's git dates, filled in then); ``held``: kept once made, never
+        forgotten."""
         record = cls.__new__(cls)
         record.resource, record.path, record.blob, record.id, record.slug = resource, path, blob, rid, slug
         record._data = record._filled = None
         record._packed, record._facts, record._source = packed, facts, source
         record._remembered = None
+        record._held = held
         return record
 
     @property
@@ -74,7 +79,8 @@ class Record:
         data, filled = self._source.unpack(self)
         self._filled = filled
         self._data = data
-        RECENT.add(self)
+        if not self._held:
+            RECENT.add(self)
         return data
 
     @property
@@ -89,7 +95,7 @@ class Record:
 
     def forget(self) -> None:
         """Drop the dict of a packed record (made again when next used); nothing for others."""
-        if self._packed is not None:
+        if not self._held:
             self._data = self._remembered = None
 
     def remembered(self, name: str):

@@ -18,6 +18,9 @@ from calendar_service.domain.records import Problem, Record, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
+# the ids of the password-protected events, kept in ``refs_index`` beside the references (a search
+# matches only their titles for most callers: found without reading every event's data)
+PROTECTED = ("password", "")
 NO_EVENTS = BitMap()   # the events of a term no event names (shared: never changed)
 
 
@@ -104,6 +107,8 @@ def index_refs(events: list[Record], refs: dict, published_refs: dict) -> None:
     for record in events:
         data, rid = record.data, record.id
         published = (data.get("status") or "publish") == "publish"
+        if data.get("password"):
+            lists.setdefault(PROTECTED, []).append(rid)
         for key in REF_KEYS:
             values = data.get(key)
             if not values:
@@ -331,6 +336,8 @@ class Snapshot:
         self.by_slug[resource.name][record.slug] = record
         if resource is EVENTS:
             published = record.status == "publish"
+            if record.data.get("password"):
+                self._set(self.refs_index, PROTECTED).add(record.id)
             for key, term in _event_refs(record):
                 self._set(self.refs_index, (key, term)).add(record.id)
                 if published:
@@ -346,6 +353,8 @@ class Snapshot:
         if self.by_slug[resource.name].get(record.slug) is record:
             del self.by_slug[resource.name][record.slug]
         if resource is EVENTS:
+            if record.id in self.refs_index.get(PROTECTED, NO_EVENTS):
+                self._set(self.refs_index, PROTECTED).discard(record.id)
             for key, term in _event_refs(record):
                 for index in (self.refs_index, self.published_refs):
                     if (key, term) in index:
@@ -418,6 +427,11 @@ class Snapshot:
         by_id = index.get((key, f"#{target.id}"), NO_EVENTS)
         by_slug = index.get((key, f"s:{target.slug}"))
         return by_id | by_slug if by_slug else by_id
+
+    def protected_events(self) -> list[Record]:
+        """The password-protected events."""
+        events = self.by_id[EVENTS.name]
+        return [events[i] for i in self.refs_index.get(PROTECTED, NO_EVENTS) if i in events]
 
     def events_referencing(self, key: str, target: Record) -> list[Record]:
         """The events whose ``key`` points at ``target`` (by id or by slug), any status."""

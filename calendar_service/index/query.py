@@ -12,7 +12,7 @@ import bisect
 from pyroaring import BitMap
 
 from calendar_service.domain import occurrences, permissions
-from calendar_service.domain.queries import (EventQuery, Page, protected_events, search_words, searchable_tokens,
+from calendar_service.domain.queries import (EventQuery, Page, search_words, searchable_tokens,
                                              text_matches)
 from calendar_service.domain.recurrence.ids import ID_BASE, MINUTE_BITS
 from calendar_service.domain.resources import EVENTS, RESOURCES
@@ -167,7 +167,7 @@ def _searchable(view: IndexView, snapshot: Snapshot, q: EventQuery, words, match
     extra_by_owner: dict[int, list] = {}
     for x in extra:
         extra_by_owner.setdefault(x.owner, []).append(x.rid)
-    for event in protected_events(snapshot):
+    for event in snapshot.protected_events():
         held = base.positions_of(event.id)
         listed = [base.rids[p] for p in (held & matched)] if held is not None else []
         listed += extra_by_owner.get(event.id, [])

@@ -23,7 +23,7 @@ from pathlib import Path
 from calendar_service.domain import records
 from calendar_service.domain.layered import Layered
 from calendar_service.domain.records import Problem, Record
-from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.history import FileDates
 from calendar_service.storage.objects import blob_sha
@@ -136,7 +136,9 @@ def _entry(path, blob, packed, problems, rid, slug, facts, source) -> tuple:
         resource = RESOURCES.get(path[:path.find("/")])
         if resource is None or type(packed) is not bytes or type(slug) is not str or not (rid is None or type(rid) is int):
             raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
-        record = Record.packed(resource, path, blob, rid, slug, packed, facts if resource.kind == "post" else None, source)
+        # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
+        record = Record.packed(resource, path, blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
+                               held=resource is not EVENTS)
     return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
 
 
