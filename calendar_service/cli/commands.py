@@ -27,6 +27,7 @@ from calendar_service.config import Settings
 from calendar_service.domain import records
 from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.snapshot import reference_problems
 from calendar_service.service import errors as service_errors
 from calendar_service.service.build import NoRepository, build_service
 from calendar_service.service.calendar import CalendarService
@@ -189,7 +190,7 @@ def cmd_validate(options) -> int:
             texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
         return records.line_of(texts[path], key)
 
-    problems = list(snapshot.problems) + snapshot.reference_problems(line_of) + unsafe_paths(root)
+    problems = list(snapshot.problems) + reference_problems(snapshot, line_of) + unsafe_paths(root)
     shown = os.path.normpath(str(options.content_dir)) if options.content_dir else (
         "." if root == Path.cwd() else str(root))
     failing = 0

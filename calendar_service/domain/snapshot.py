@@ -452,32 +452,6 @@ class Snapshot:
         self._counts[memo_key] = (by_id, by_slug, count)
         return count
 
-    def reference_problems(self, line_of=None) -> list[Problem]:
-        """References that point nowhere: an event's venue, organizer, category or tag that no
-        record has (by id or slug), a category whose parent is missing or itself. The service
-        serves such records and skips the dangling references; ``validate`` reports them.
-        ``line_of(path, key)`` locates a key in its file (default: line 1)."""
-        line_of = line_of or (lambda path, key: 1)
-        found = []
-        for event in self.all(EVENTS):
-            for key in REF_KEYS:
-                target = EVENT_REFERENCES[key]
-                for ref in event.data.get(key) or []:
-                    if self.resolve(target, ref) is None:
-                        found.append(Problem(event.path, line_of(event.path, key),
-                                             f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
-        for category in self.all(RESOURCES["categories"]):
-            parent = category.data.get("parent")
-            if parent in (None, 0, ""):
-                continue
-            found_parent = self.resolve(category.resource, parent)
-            if found_parent is category:
-                found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
-            elif found_parent is None:
-                kind = "id" if isinstance(parent, int) else "slug"
-                found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the {kind} {parent!r}"))
-        return found
-
     def next_id(self, resource: Resource) -> int:
         """The id a new record of ``resource`` gets: one above the highest of its id space (files
         whose id an older file holds count too, as they hold it until they are given a new one, and
@@ -486,3 +460,30 @@ class Snapshot:
         claimed = [i for path, i in self.claims.items()
                    if (owner := resource_of_path(path)) is not None and owner.id_space == resource.id_space]
         return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1
+
+
+def reference_problems(snapshot: Snapshot, line_of=None) -> list[Problem]:
+    """References that point nowhere: an event's venue, organizer, category or tag that no
+    record has (by id or slug), a category whose parent is missing or itsnapshot. The service
+    serves such records and skips the dangling references; ``validate`` reports them.
+    ``line_of(path, key)`` locates a key in its file (default: line 1)."""
+    line_of = line_of or (lambda path, key: 1)
+    found = []
+    for event in snapshot.all(EVENTS):
+        for key in REF_KEYS:
+            target = EVENT_REFERENCES[key]
+            for ref in event.data.get(key) or []:
+                if snapshot.resolve(target, ref) is None:
+                    found.append(Problem(event.path, line_of(event.path, key),
+                                         f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
+    for category in snapshot.all(RESOURCES["categories"]):
+        parent = category.data.get("parent")
+        if parent in (None, 0, ""):
+            continue
+        found_parent = snapshot.resolve(category.resource, parent)
+        if found_parent is category:
+            found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
+        elif found_parent is None:
+            kind = "id" if isinstance(parent, int) else "slug"
+            found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the {kind} {parent!r}"))
+    return found
