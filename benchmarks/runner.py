@@ -51,9 +51,9 @@ class Runner:
             + (f"  ERRORS {errors}" if errors else ""))
         return row, sample_body
 
-    def get(self, path: str, params: dict | None = None, auth: bool = False):
+    def get(self, path: str, params: dict | None = None, auth: bool = False, buffered: bool = True):
         url = API + path + ("?" + urlencode(params) if params else "")
-        return self.client.get(url, headers=self.auth if auth else None)
+        return self.client.get(url, headers=self.auth if auth else None, buffered=buffered)
 
     def post(self, path: str, body: dict):
         return self.client.post(API + path, json=body, headers=self.auth)
