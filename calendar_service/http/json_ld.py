@@ -6,9 +6,10 @@ from calendar_service.domain.records import Record
 from calendar_service.domain.resources import ORGANIZERS, VENUES
 
 
-def event_ld(record: Record, out: dict, start, end, venues: list[Record], organizers: list[Record], urls) -> dict:
-    """schema.org ``Event`` of an event's single read: ``out`` is its API object, ``venues`` and
-    ``organizers`` the linked records the caller may see."""
+def event_ld(out: dict, start, end, places: list, people: list) -> dict:
+    """schema.org ``Event`` of an event's single read: ``out`` is its API object, ``places`` and
+    ``people`` the ``venue_ld`` and ``organizer_ld`` of the linked records the caller may see
+    (objects, or their JSON text as the presenter embeds it)."""
     ld = {
         "@context": "http://schema.org",
         "@type": "Event",
@@ -24,11 +25,9 @@ def event_ld(record: Record, out: dict, start, end, venues: list[Record], organi
         "startDate": start.isoformat(),
         "endDate": end.isoformat(),
     })
-    if venues:
-        places = [venue_ld(v, urls) for v in venues]
+    if places:
         ld["location"] = places[0] if len(places) == 1 else places
-    if organizers:
-        people = [organizer_ld(o, urls) for o in organizers]
+    if people:
         ld["organizer"] = people[0] if len(people) == 1 else people
     values = out["cost_details"]["values"]
     if values:

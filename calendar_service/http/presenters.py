@@ -350,8 +350,9 @@ class Presenter:
         if getattr(record, "series_id", 0) and record.id != record.series_id:
             out["post_parent"] = record.series_id   # an occurrence of a recurring series (domain.occurrences)
         if single:
-            out["json_ld"] = json_ld.event_ld(record, out, start, end, self.refs(record, "venue"),
-                                                self.refs(record, "organizer"), self.urls)
+            out["json_ld"] = json_ld.event_ld(
+                out, start, end, [self._embed(self.venue_ld, v) for v in self.refs(record, "venue")],
+                [self._embed(self.organizer_ld, o) for o in self.refs(record, "organizer")])
         return self._guard(record, out)
 
     def _embed(self, build, record: Record, *args):
@@ -434,6 +435,14 @@ class Presenter:
             out["json_ld"] = json_ld.organizer_ld(record, self.urls)
         out.update(self._global_ids(record))
         return self._guard(record, {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})})
+
+    def venue_ld(self, record: Record) -> dict:
+        """The schema.org ``Place`` an event's ``json_ld`` embeds for a venue."""
+        return json_ld.venue_ld(record, self.urls)
+
+    def organizer_ld(self, record: Record) -> dict:
+        """The schema.org ``Person`` an event's ``json_ld`` embeds for an organizer."""
+        return json_ld.organizer_ld(record, self.urls)
 
     # ------------------------------------------------------------------------- terms
 
@@ -518,7 +527,7 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
             return found[1]
     builder = Presenter(presenter.snapshot, _STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
     builder._refs = presenter._refs   # the same caller and snapshot: the same refs
-    builder.embed_text = not single   # a single read's json_ld reads the embedded objects
+    builder.embed_text = True
     if occurrence_json.templated(record, single):   # its series' shared text, its own ids and dates put in
         found = occurrence_json.entry(presenter.snapshot.memo, presenter.viewer, record,
                                       lambda: builder._build(record, single), to_json, _stored_lineage,
