@@ -12,9 +12,11 @@ never names the other.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from flask import request
+from werkzeug.sansio.utils import get_current_url
 
 from calendar_service.http import i18n
 from calendar_service.http.presenters import Urls
@@ -64,7 +66,13 @@ def namespace() -> str:
 
 def host_base() -> str:
     """Scheme and host of the request, without a trailing slash."""
-    return request.host_url.rstrip("/")
+    return _host_base(request.scheme, request.host)
+
+
+@functools.lru_cache(maxsize=64)   # the hosts a site answers are few (CALENDAR_ALLOWED_HOSTS)
+def _host_base(scheme: str, host: str) -> str:
+    # what werkzeug's ``request.host_url`` is, made once per host: it decodes the host as an IRI
+    return get_current_url(scheme, host).rstrip("/")
 
 
 def request_urls(settings) -> Urls:
