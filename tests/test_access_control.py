@@ -345,6 +345,28 @@ def test_protected_venue_is_blanked_not_refused(as_role, make, repo):
     assert listed["venue"] == []
 
 
+
+def test_an_event_read_before_its_venue_was_protected_embeds_it_blanked_after(as_role, make, repo):
+    # no venue or organizer is protected at first: reads skip looking at the links, and the
+    # event's text is kept; a commit protecting its venue must blank the venue in it
+    # (the original also put a protected venue's address and organizer's e-mail in the event's json_ld)
+    venue = make("venues", address="1 Hidden Way", city="Nowhere")
+    organizer = make("organizers", email="hidden@example.org")
+    event = make("events", venue=venue["id"], organizer=[organizer["id"]])
+    anon = as_role(None)
+    assert "1 Hidden Way" in anon.get(f"/events/{event['id']}").get_data(as_text=True)
+    assert "hidden@example.org" in anon.get("/events").get_data(as_text=True)
+    for path, password in ((f"venues/{venue['slug']}.yaml", "venue-pass"),
+                           (f"organizers/{organizer['slug']}.yaml", "organizer-pass")):
+        repo.commit_file(path, (repo.root / path).read_text() + f"password: {password}\n", "Protect it")
+    for body in (anon.get(f"/events/{event['id']}").get_data(as_text=True),
+                 anon.get("/events").get_data(as_text=True)):
+        assert "1 Hidden Way" not in body and "Nowhere" not in body and "hidden@example.org" not in body
+    full = as_role("editor").get(f"/events/{event['id']}").get_json()
+    assert full["json_ld"]["location"]["address"]["streetAddress"] == "1 Hidden Way"
+    assert full["json_ld"]["organizer"]["email"] == "hidden@example.org"
+
+
 # ----------------------------------------------------------------------------- CORS
 
 

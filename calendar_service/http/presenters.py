@@ -33,7 +33,7 @@ class Urls:
     site: str
     namespace: str = "calendar/events/v1"
 
-    @property
+    @functools.cached_property   # every event's global_id asks (a frozen dataclass keeps it in __dict__)
     def host_path(self) -> str:
         parts = urlsplit(self.site)
         return parts.netloc + parts.path.rstrip("/")
@@ -87,7 +87,8 @@ def to_json(obj) -> str:
     return _RAW_PLACEHOLDER.sub(lambda match: fragments[int(match.group(1))], text)
 
 
-REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
+REFS_REMEMBERED = 400
+_PROTECTED_LINKS = ("any protected venue or organizer",)   # a snapshot memo key   # (record, key) pairs a presenter remembers the embedded records of
 
 
 _LINEAGE = '"global_id_lineage":['
@@ -299,9 +300,19 @@ class Presenter:
         depends on the caller's password)."""
         if record.data.get("password"):
             return True
-        if record.resource is EVENTS:
+        if record.resource is EVENTS and self._any_protected_link():
             return any(r.data.get("password") for key in ("venue", "organizer") for r in self.refs(record, key))
         return False
+
+    def _any_protected_link(self) -> bool:
+        """Whether any venue or organizer of the snapshot is password-protected (mostly none:
+        then no event's links need looking at, on every read)."""
+        found = self.snapshot.memo.get(_PROTECTED_LINKS)
+        if found is None:
+            found = any(r.data.get("password") for resource in (VENUES, ORGANIZERS)
+                        for r in self.snapshot.by_id[resource.name].values())
+            self.snapshot.memo.put(_PROTECTED_LINKS, found, 0)
+        return found
 
     # ------------------------------------------------------------------------- events
 
@@ -350,10 +361,17 @@ class Presenter:
         if getattr(record, "series_id", 0) and record.id != record.series_id:
             out["post_parent"] = record.series_id   # an occurrence of a recurring series (domain.occurrences)
         if single:
+            # a protected venue or organizer the caller has not unlocked is blanked where the
+            # event embeds it, and left out of its schema.org description (the original put
+            # its address, phone and e-mail there)
             out["json_ld"] = json_ld.event_ld(
-                out, start, end, [self._embed(self.venue_ld, v) for v in self.refs(record, "venue")],
-                [self._embed(self.organizer_ld, o) for o in self.refs(record, "organizer")])
+                out, start, end, [self._embed(self.venue_ld, v) for v in self._shown(record, "venue")],
+                [self._embed(self.organizer_ld, o) for o in self._shown(record, "organizer")])
         return self._guard(record, out)
+
+    def _shown(self, record: Record, key: str) -> list[Record]:
+        """The linked records of ``key`` whose own fields the caller may see."""
+        return [r for r in self.refs(record, key) if not r.data.get("password") or self.unlocked(r)]
 
     def _embed(self, build, record: Record, *args):
         """``build(record, *args)``, the object an event embeds; with ``embed_text``, its JSON
