@@ -58,7 +58,7 @@ def autop(text: str | None) -> str:
     """Wrap plain paragraphs in ``<p>`` as WordPress displays post content; HTML blocks stay as written."""
     if not text or not text.strip():
         return ""
-    chunks = re.split(r"\n\s*\n", text.replace("\r\n", "\n").strip())
+    chunks = _PARAGRAPHS.split(text.replace("\r\n", "\n").strip())
     out = []
     for chunk in chunks:
         chunk = chunk.strip()
@@ -70,17 +70,23 @@ def autop(text: str | None) -> str:
 
 
 def strip_tags(text: str | None) -> str:
-    return html.unescape(re.sub(r"<[^>]*>", "", text or "")).strip()
+    return html.unescape(_TAG.sub("", text or "")).strip()
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# compiled once: every event presented for the first time runs these (autop twice)
+_PARAGRAPHS = re.compile(r"\n\s*\n")
+_TAG = re.compile(r"<[^>]*>")
+_DECIMALS = re.compile(r"^(.*?)([.,](\d{1,2}))?$")
+_SEPARATORS = re.compile(r"[.,]")
+_DASHES = re.compile(r"[\s\-–]+")
 
 
 def _number(token: str) -> float:
     # "1,234.50" and "1.234,50" and "25,55": the last separator followed by 1-2 digits is decimal
-    match = re.match(r"^(.*?)([.,](\d{1,2}))?$", token)
+    match = _DECIMALS.match(token)
     whole, _, decimals = match.groups()
-    whole = re.sub(r"[.,]", "", whole)
+    whole = _SEPARATORS.sub("", whole)
     return float(f"{whole}.{decimals}" if decimals else whole)
 
 
@@ -102,7 +108,7 @@ def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> 
     for entry in entries:
         numbers = _NUMBER.findall(entry)
         values.extend(_number(n) for n in numbers)
-        tokens = set(re.sub(r"[\s\-–]+", " ", _NUMBER.sub(" ", entry)).split())
+        tokens = set(_DASHES.sub(" ", _NUMBER.sub(" ", entry)).split())
         if numbers and tokens:
             leftovers.add(" ".join(sorted(tokens)))
             positions.add("prefix" if entry.startswith(tuple(tokens)) else "postfix")
