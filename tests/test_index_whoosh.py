@@ -161,6 +161,16 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
                                                     (400, 2.0, b"\x00\x00\x00\x02"), (500, 2.0, b"\x00\x00\x00\x02"),
                                                     (600, 2.0, b"\x00\x00\x00\x02")]
     assert built["rebuild"] == built["whoosh"]
+    # what lists read: every term's docnums, decoded a block at a time (Whoosh's 128-posting
+    # blocks, and the rebuild's longer ones), are the postings' ids
+    from calendar_service.index.view import posting_ids
+    for name in ("whoosh", "rebuild"):
+        with whoosh_index.open_dir(str(tmp_path / name)).reader() as reader:
+            terms = [(key, content) for key, content in built[name].items() if isinstance(key, tuple)
+                     and key[0] != "column" and isinstance(key[1], bytes)]
+            assert len(terms) > 100
+            for (field, term), content in terms:
+                assert posting_ids(reader, field, term.decode("utf-8")) == [p[0] for p in content[-1]], (name, term)
     # the few-posting terms really are inline in the rebuild (and in blocks in Whoosh's own index)
     for name, inlined in (("rebuild", True), ("whoosh", False)):
         with whoosh_index.open_dir(str(tmp_path / name)).reader() as reader:

@@ -25,6 +25,10 @@ from whoosh.system import pack_uint, pack_ushort
 # "inlined" terminfo, which every Whoosh reader reads) instead of a compressed block of its own
 # in the postings file: ids and paths are one posting each, most of a rebuild's terms.
 INLINE_POSTINGS = 8
+# Postings per block of a rebuilt segment (Whoosh writes 128): a reader decodes a block with a
+# few Python calls of its own, so fewer, longer blocks make a term's whole posting list (what
+# lists and search read) cheaper to decode; every Whoosh reader reads blocks of any length.
+BLOCK_POSTINGS = 4096
 _TERMINFO = whoosh3.W3TermInfo._struct
 
 
@@ -192,7 +196,7 @@ class BulkSegmentWriter(SegmentWriter):
             boost, counted = field.format.field_boost, self._plan[name][2]
             writer.start_field(name, field)
             block = writer._postwriter
-            limit = block._blocklimit
+            limit = max(block._blocklimit, BLOCK_POSTINGS)
             table, key = writer._tindex, pack_ushort(writer._fieldid)
             for btext, entries in sorted((text.encode("utf-8"), entries) for text, entries in terms.items()):
                 if len(entries) <= INLINE_POSTINGS:
