@@ -97,12 +97,18 @@ def events_archive(call: Call):
     return post_list(call, EVENTS, result, echo, "event")
 
 
+# Accept headers that can only choose JSON (text/*, or */* with JSON ranked lower, can choose iCalendar)
+_PLAIN_ACCEPT = ("", "*/*", "application/json")
+
+
 def wants_ical(call: Call) -> bool:
     """Whether the caller asked for iCalendar: ``ical`` when given (either way), else an Accept
     header preferring text/calendar over application/json (a tie or */* stays JSON)."""
     call.headers["Vary"] = "Accept"  # event reads have two representations
     if "ical" in call.args:
         return call.args["ical"]
+    if request.headers.get("Accept", "") in _PLAIN_ACCEPT:   # most requests: no parsing of Accept
+        return False
     best = request.accept_mimetypes.best_match(["application/json", ical.MEDIA_TYPE])
     return best == ical.MEDIA_TYPE
 
