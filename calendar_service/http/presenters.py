@@ -222,10 +222,12 @@ class Presenter:
 
     def _post_dates(self, data: dict) -> dict:
         out = {}
+        local = None
         for key in ("date", "modified"):
             utc = data.get(f"{key}_utc") or data.get("date_utc") or "1970-01-01 00:00:00"
-            local = dates.read_local(utc, timezone.utc).astimezone(self.site_tz)
-            out[key] = dates.fmt(local)
+            if local is None or utc != out["date_utc"]:   # a record never modified: converted once
+                local = dates.fmt(dates.read_local(utc, timezone.utc).astimezone(self.site_tz))
+            out[key] = local
             out[f"{key}_utc"] = utc
         return out
 
