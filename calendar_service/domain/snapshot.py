@@ -15,7 +15,7 @@ from pyroaring import BitMap
 
 from calendar_service.domain.layered import Layered
 from calendar_service.domain.records import Problem, Record, resource_of_path
-from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, RESOURCES, Resource
+from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, ORGANIZERS, RESOURCES, VENUES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
 # the ids of the password-protected events, kept in ``refs_index`` beside the references (a search
@@ -44,6 +44,7 @@ def _event_refs(event: Record):
 # presented objects kept independent of the request's host, a few per record; and at most this
 # many bytes of them (presented objects are JSON text: one byte per ASCII character).
 MEMO_SIZE = 20_000
+_PROTECTED_LINKS = ("any protected venue or organizer",)   # a memo key
 MEMO_BYTES = 24_000_000
 ENTRY_BYTES = 200   # what an entry counts for when its caller does not weigh it
 
@@ -427,6 +428,15 @@ class Snapshot:
         by_id = index.get((key, f"#{target.id}"), NO_EVENTS)
         by_slug = index.get((key, f"s:{target.slug}"))
         return by_id | by_slug if by_slug else by_id
+
+    def any_protected_link(self) -> bool:
+        """Whether a venue or organizer has a password (mostly none: readers then skip an event's links)."""
+        found = self.memo.get(_PROTECTED_LINKS)
+        if found is None:
+            found = any(r.data.get("password") for name in (VENUES.name, ORGANIZERS.name)
+                        for r in self.by_id[name].values())
+            self.memo.put(_PROTECTED_LINKS, found, 0)
+        return found
 
     def protected_events(self) -> list[Record]:
         """The password-protected events."""

@@ -87,8 +87,7 @@ def to_json(obj) -> str:
     return _RAW_PLACEHOLDER.sub(lambda match: fragments[int(match.group(1))], text)
 
 
-REFS_REMEMBERED = 400
-_PROTECTED_LINKS = ("any protected venue or organizer",)   # a snapshot memo key   # (record, key) pairs a presenter remembers the embedded records of
+REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
 
 
 _LINEAGE = '"global_id_lineage":['
@@ -302,19 +301,9 @@ class Presenter:
         depends on the caller's password)."""
         if record.data.get("password"):
             return True
-        if record.resource is EVENTS and self._any_protected_link():
+        if record.resource is EVENTS and self.snapshot.any_protected_link():
             return any(r.data.get("password") for key in ("venue", "organizer") for r in self.refs(record, key))
         return False
-
-    def _any_protected_link(self) -> bool:
-        """Whether any venue or organizer of the snapshot is password-protected (mostly none:
-        then no event's links need looking at, on every read)."""
-        found = self.snapshot.memo.get(_PROTECTED_LINKS)
-        if found is None:
-            found = any(r.data.get("password") for resource in (VENUES, ORGANIZERS)
-                        for r in self.snapshot.by_id[resource.name].values())
-            self.snapshot.memo.put(_PROTECTED_LINKS, found, 0)
-        return found
 
     # ------------------------------------------------------------------------- events
 
@@ -367,8 +356,8 @@ class Presenter:
             # event embeds it, and left out of its schema.org description (the original put
             # its address, phone and e-mail there)
             out["json_ld"] = json_ld.event_ld(
-                out, start, end, [self._embed(self.venue_ld, v) for v in self._shown(record, "venue")],
-                [self._embed(self.organizer_ld, o) for o in self._shown(record, "organizer")])
+                out, start, end, [self._embed(json_ld.venue_ld, v, self.urls) for v in self._shown(record, "venue")],
+                [self._embed(json_ld.organizer_ld, o, self.urls) for o in self._shown(record, "organizer")])
         return self._guard(record, out)
 
     def _shown(self, record: Record, key: str) -> list[Record]:
@@ -455,14 +444,6 @@ class Presenter:
             out["json_ld"] = json_ld.organizer_ld(record, self.urls)
         out.update(self._global_ids(record))
         return self._guard(record, {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})})
-
-    def venue_ld(self, record: Record) -> dict:
-        """The schema.org ``Place`` an event's ``json_ld`` embeds for a venue."""
-        return json_ld.venue_ld(record, self.urls)
-
-    def organizer_ld(self, record: Record) -> dict:
-        """The schema.org ``Person`` an event's ``json_ld`` embeds for an organizer."""
-        return json_ld.organizer_ld(record, self.urls)
 
     # ------------------------------------------------------------------------- terms
 
