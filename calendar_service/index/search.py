@@ -99,6 +99,21 @@ def _follow_loop(index: "SearchIndex") -> None:
             log.exception("updating the search index failed")
 
 
+def indexed_changes(store, old: str, new: str) -> dict | None:
+    """The files changed from ``old`` to ``new``, or None when git cannot tell (the indexed commit
+    is gone: history rewritten). Asked again once before giving up: while another thread's
+    commit is being written, one ``git diff-tree`` was seen failing (a full rebuild followed)."""
+    for attempt in range(2):
+        try:
+            return store.changed_files(old, new)
+        except Exception as exc:
+            if attempt:
+                log.warning("the changes from %s to %s are not known: %s", old[:12], new[:12], exc)
+            else:
+                time.sleep(0.05)
+    return None
+
+
 def rebuild_reason(index: "SearchIndex", state: dict | None, changes) -> str:
     """Why ``sync`` rebuilds rather than applying changes (logged with every full rebuild; a
     reason in EXPECTED at INFO level, any other as a warning)."""
@@ -283,10 +298,7 @@ class SearchIndex:
             return
         changes = None
         if state and state.get("commit") and snapshot.commit:
-            try:
-                changes = store.changed_files(state["commit"], snapshot.commit)
-            except Exception:
-                changes = None  # the indexed commit is gone (history rewritten): rebuild
+            changes = indexed_changes(store, state["commit"], snapshot.commit)
         work_size = len(changes) if changes is not None else len(snapshot.by_id[EVENTS.name])
         if blocking or work_size <= INLINE_LIMIT:
             self.sync(snapshot, store, changes, blocking=blocking)
@@ -350,10 +362,7 @@ class SearchIndex:
             return 0
         changes = None
         if state and state.get("commit") and snapshot.commit:
-            try:
-                changes = store.changed_files(state["commit"], snapshot.commit)
-            except Exception:
-                changes = None
+            changes = indexed_changes(store, state["commit"], snapshot.commit)
         events = len(snapshot.by_id[EVENTS.name])
         if changes is not None and len(changes) * REBUILD_SHARE > events:
             changes = None
