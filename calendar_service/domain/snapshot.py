@@ -44,9 +44,9 @@ def _event_refs(event: Record):
 # presented objects kept independent of the request's host, a few per record; and at most this
 # many bytes of them (presented objects are JSON text: one byte per ASCII character).
 MEMO_SIZE = 20_000
-_PROTECTED_LINKS = ("any protected venue or organizer",)   # a memo key
 MEMO_BYTES = 24_000_000
 ENTRY_BYTES = 200   # what an entry counts for when its caller does not weigh it
+_PROTECTED_LINKS = ("any protected venue or organizer",)   # the memo key of ``any_protected_link``
 
 
 class Memo:
