@@ -188,3 +188,39 @@ def test_readers_during_writes_never_lose_the_index(app, paths, caplog):
     assert not problems, problems[:3]
     failed = [r.getMessage() for r in caplog.records if "search index" in r.getMessage()]
     assert not failed, failed[:3]
+
+
+def test_a_reader_whose_index_state_went_stale_applies_changes_not_a_rebuild(app, paths, caplog):
+    """Readers bring the index up to date side by side (``ensure``): one reads the index state
+    (here: no commit yet, as in a new repository) and asks for the changes; another moves the
+    index meanwhile. The first then takes the changes from where the index is now, under the
+    writer lock; it must not take them as unknown and rebuild the whole index (this race made
+    the test above fail about one run in three)."""
+    import logging
+
+    from calendar_service.index.search import indexed_changes
+
+    service = app.extensions["calendar"]
+    store, index = service.store, service.index
+    admin = Client(app.test_client(), "administrator")
+    created, snapshots = [], []
+    for n in range(3):
+        r = admin.post("/events", json={"title": f"Raced {n}", "start_date": "2030-01-01", "end_date": "2030-01-01"})
+        created.append(r.get_json()["id"])
+        snapshots.append(service.snapshot())
+    second, third = snapshots[1:]
+    index.ensure(third, store, blocking=True)
+    # the other reader left the index one commit behind (moved back here: the changes both ways)
+    assert index.sync(second, store, indexed_changes(store, third.commit, second.commit), third.commit, blocking=True)
+    assert index.state()["commit"] == second.commit
+
+    caplog.clear()
+    caplog.set_level(logging.INFO)
+    # the first reader's stale view: no indexed commit, so no changes known
+    assert index.sync(third, store, None, None, blocking=True)
+    rebuilds = [r.getMessage() for r in caplog.records if "rebuilding the whole search index" in r.getMessage()]
+    assert not rebuilds
+    assert index.state()["commit"] == third.commit
+    with whoosh_index.open_dir(str(paths["index_dir"] / "whoosh")).reader() as reader:
+        rids = reader.column_reader("rid")
+        assert sorted(int(rids[d]) for d in reader.all_doc_ids()) == sorted(created)

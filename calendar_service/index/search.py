@@ -101,17 +101,12 @@ def _follow_loop(index: "SearchIndex") -> None:
 
 def indexed_changes(store, old: str, new: str) -> dict | None:
     """The files changed from ``old`` to ``new``, or None when git cannot tell (the indexed commit
-    is gone: history rewritten). Asked again once before giving up: while another thread's
-    commit is being written, one ``git diff-tree`` was seen failing (a full rebuild followed)."""
-    for attempt in range(2):
-        try:
-            return store.changed_files(old, new)
-        except Exception as exc:
-            if attempt:
-                log.warning("the changes from %s to %s are not known: %s", old[:12], new[:12], exc)
-            else:
-                time.sleep(0.05)
-    return None
+    is gone: history rewritten); git's message is logged, since a full rebuild follows."""
+    try:
+        return store.changed_files(old, new)
+    except Exception as exc:
+        log.warning("the changes from %s to %s are not known: %s", old[:12], new[:12], exc)
+        return None
 
 
 def rebuild_reason(index: "SearchIndex", state: dict | None, changes) -> str:
@@ -296,12 +291,11 @@ class SearchIndex:
         state = self.state()
         if state and state.get("commit") == snapshot.commit:
             return
-        changes = None
-        if state and state.get("commit") and snapshot.commit:
-            changes = indexed_changes(store, state["commit"], snapshot.commit)
+        since = state.get("commit") if state else None
+        changes = indexed_changes(store, since, snapshot.commit) if since and snapshot.commit else None
         work_size = len(changes) if changes is not None else len(snapshot.by_id[EVENTS.name])
         if blocking or work_size <= INLINE_LIMIT:
-            self.sync(snapshot, store, changes, blocking=blocking)
+            self.sync(snapshot, store, changes, since, blocking=blocking)
             return
         with self._lock:
             if self._building:
@@ -310,7 +304,7 @@ class SearchIndex:
 
         def work():
             try:
-                self.sync(snapshot, store, changes, blocking=True)
+                self.sync(snapshot, store, changes, since, blocking=True)
             except Exception:
                 log.exception("building the search index failed")
             finally:
@@ -360,28 +354,33 @@ class SearchIndex:
         state = self.state()
         if state and state.get("commit") == snapshot.commit:
             return 0
-        changes = None
-        if state and state.get("commit") and snapshot.commit:
-            changes = indexed_changes(store, state["commit"], snapshot.commit)
+        since = state.get("commit") if state else None
+        changes = indexed_changes(store, since, snapshot.commit) if since and snapshot.commit else None
         events = len(snapshot.by_id[EVENTS.name])
         if changes is not None and len(changes) * REBUILD_SHARE > events:
             changes = None
             why = "most events changed"
         else:
             why = None
-        self.sync(snapshot, store, changes, blocking=True, progress=progress, why=why)
+        self.sync(snapshot, store, changes, since, blocking=True, progress=progress, why=why)
         return events if changes is None else len(changes)
 
-    def sync(self, snapshot: Snapshot, store, changes=None, blocking: bool = False, progress=None,
-             why: str | None = None) -> bool:
-        """Apply ``changes`` (path -> blob or None) or rebuild (``why``: the caller's reason to pass
-        no changes); returns False when another writer is busy."""
+    def sync(self, snapshot: Snapshot, store, changes=None, since: str | None = None, blocking: bool = False,
+             progress=None, why: str | None = None) -> bool:
+        """Apply ``changes`` (path -> blob or None, from the commit ``since`` to the snapshot's) or
+        rebuild (``why``: the caller's reason to pass no changes); returns False when another
+        writer is busy."""
         with self._writer_lock(blocking) as locked:
             if not locked:
                 return False
             state = self.state()
             if state and state.get("commit") == snapshot.commit:
                 return True
+            indexed = state.get("commit") if state else None
+            if why is None and indexed != since:
+                # another writer moved the index after the changes were asked for (readers call
+                # ``ensure`` side by side): the changes from where it is now, not a full rebuild
+                changes = indexed_changes(store, indexed, snapshot.commit) if indexed and snapshot.commit else None
             usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
                       and whoosh_index.exists_in(str(self.whoosh_dir)))
             if not usable:
