@@ -26,7 +26,7 @@ FULL_ROWS_MAX = 200_000
 
 
 def phase_serve(cfg: dict) -> dict:
-    """Cold start on the built repository, then reads, scanning reads, writes and floors."""
+    """Cold start on the built repository, then reads (each with its floor), scanning reads, writes."""
     return ServePhase(cfg).run()
 
 
@@ -48,12 +48,15 @@ class ServePhase:
         listed = self.meta["listed"]
         self.picks = rng.sample(listed, min(len(listed), max(self.repeat, 1) + EXTRA_PICKS))
         lists = self.list_requests()
-        bodies = self.reads(lists)
+        floors = self.reads(lists)
         if self.size <= FULL_ROWS_MAX:
             self.scanning_reads(lists)
         else:
             say(f"{self.size}: scanning-fallback rows not measured (above {FULL_ROWS_MAX:,} events)")
-        floors = self.floors(bodies)
+        for row in self.rows:
+            floor_row = floors.get(row.get("floor_of", row["name"]))
+            if floor_row:
+                row["floor_p50_ms"], row["floor_p95_ms"] = floor_row["p50_ms"], floor_row["p95_ms"]
         self.feeds()
         # what one gunicorn worker holds after a mixed read run (lists, singles, scans, feeds),
         # before the writes (whose peak is another figure): the issue's "RSS per worker" row
@@ -144,22 +147,25 @@ class ServePhase:
                 "starts_before": day(k % 365 + 30), "ends_after": day(k % 365), "strict_dates": "true"}),
         }
 
-    def reads(self, lists: dict) -> dict[str, bytes]:
-        """Lists and single reads with the index; returns a response body per row (for the floors)."""
+    def reads(self, lists: dict) -> dict[str, dict]:
+        """Lists and single reads with the index, each followed at once by its floor (measured in
+        the same state of the process and the machine: measured after every row, the floors
+        moved between runs by up to 1.7x, which no ratio can stand); returns the floors by row."""
         runner, picks = self.runner, self.picks
         singles = {
             "single: by id": lambda k: runner.get(f"/events/{picks[k % len(picks)][0]}"),
             "single: by slug": lambda k: runner.get(f"/events/by-slug/{picks[k % len(picks)][1]}"),
         }
-        bodies: dict[str, bytes] = {}
-        say(f"{self.size}: reads with the index")
+        floors: dict[str, dict] = {}
+        say(f"{self.size}: reads with the index, each followed by its floor (its body through a trivial route)")
         for name, request in {**lists, **singles}.items():
             row, body = runner.measure(name, request)
             row["kind"] = "list" if name.startswith("list") else "single"
             row["mode"] = "index"
             self.rows.append(row)
-            bodies[name] = body
-        return bodies
+            if body is not None:
+                floors[name] = self.floor(name, body)
+        return floors
 
     def scanning_reads(self, lists: dict) -> None:
         say(f"{self.size}: the same lists with service.index = None (scanning fallback)")
@@ -170,23 +176,12 @@ class ServePhase:
             self.rows.append(row)
         self.service.index = saved_index
 
-    def floors(self, bodies: dict) -> dict[str, dict]:
-        """The precomputed bodies through a trivial route: each read row's floor."""
-        say(f"{self.size}: floors: the precomputed bodies through a trivial route")
-        floors: dict[str, dict] = {}
-        for name, body in bodies.items():
-            if body is None:
-                continue
-            key = f"f{len(floors)}"
-            self.floor_bodies[key] = json.loads(body)
-            floors[name], _ = self.runner.measure(f"floor for {name}",
-                                                  lambda k, key=key: self.client.get(f"/__bench/floor/{key}"))
-        for row in self.rows:
-            floor_row = floors.get(row.get("floor_of", row["name"]))
-            if floor_row:
-                row["floor_p50_ms"] = floor_row["p50_ms"]
-                row["floor_p95_ms"] = floor_row["p95_ms"]
-        return floors
+    def floor(self, name: str, body: bytes) -> dict:
+        """The floor of a read row: its body (decoded once) encoded again through a trivial route."""
+        key = f"f{len(self.floor_bodies)}"
+        self.floor_bodies[key] = json.loads(body)
+        row, _ = self.runner.measure(f"floor for {name}", lambda k: self.client.get(f"/__bench/floor/{key}"))
+        return row
 
     def feeds(self) -> None:
         result, day, category_ids = self.result, self.day, self.meta["category_ids"]
