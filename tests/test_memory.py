@@ -57,6 +57,9 @@ def test_raw_json_is_spliced_into_a_response_body_as_it_is():
     assert json.loads(text) == {"events": [{"id": 7, "title": 'Caf\u00e9 "night"'}, []], "total": 2,
                                 "note": "raw-json-0"}
     assert encode_json(RawJSON('{"a":1}')) == '{"a":1}'
+    # fragments go back in the order the encoder met them, nested or not, whatever they hold
+    nested = {"a": [RawJSON("1"), {"b": RawJSON('"raw-json-x"')}], "c": RawJSON('{"d":[]}'), "e": "f"}
+    assert encode_json(nested) == '{"a":[1,{"b":"raw-json-x"}],"c":{"d":[]},"e":"f"}'
 
 
 def test_presented_records_are_right_for_every_host(paths, make_app):

@@ -65,9 +65,11 @@ class RawJSON:
 
 
 # A RawJSON value is written as a placeholder string, then replaced by its text: the token is
-# random per process, so no content can spell a placeholder.
-_RAW_TOKEN = "raw-json-" + secrets.token_hex(8) + "-"
-_RAW_PLACEHOLDER = re.compile('"' + re.escape(_RAW_TOKEN) + r'(\d+)"')
+# random per process, so no content can spell a placeholder. The encoder meets the values in
+# the order of the text, so one placeholder serves them all: the text is split at it and the
+# fragments go between the pieces (a numbered placeholder and a regex cost a third of encoding).
+_RAW_TOKEN = "raw-json-" + secrets.token_hex(8)
+_RAW_QUOTED = '"' + _RAW_TOKEN + '"'
 
 
 def to_json(obj) -> str:
@@ -79,12 +81,19 @@ def to_json(obj) -> str:
         if not isinstance(value, RawJSON):
             raise TypeError(f"{type(value).__name__} is not JSON serializable")
         fragments.append(value.text)
-        return f"{_RAW_TOKEN}{len(fragments) - 1}"
+        return _RAW_TOKEN
 
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=raw)
     if not fragments:
         return text
-    return _RAW_PLACEHOLDER.sub(lambda match: fragments[int(match.group(1))], text)
+    pieces = text.split(_RAW_QUOTED)
+    if len(pieces) != len(fragments) + 1:   # only a string equal to the token could do this
+        raise ValueError("a value holds the placeholder of embedded JSON text")
+    out = [pieces[0]]
+    for fragment, piece in zip(fragments, pieces[1:]):
+        out.append(fragment)
+        out.append(piece)
+    return "".join(out)
 
 
 REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
