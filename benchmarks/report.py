@@ -86,8 +86,8 @@ def _request_lines(s: dict) -> list[str]:
     lines += [
         "",
         "[a] floor: write the same files + `git add -A` + `git commit` in a scratch repository.",
-        f"floors: list/single rows = the same body through a trivial route of the same app, measured right "
-        f"after its row; writes = "
+        f"floors: list/single rows = the same body through a trivial route of the same app, timed "
+        f"alternately with the row; writes = "
         f"`git add` + `git commit` of one event file in this repository (p50 {_fmt_ms(git_floor['p50_ms'])} ms, "
         f"p95 {_fmt_ms(git_floor['p95_ms'])} ms, n={git_floor['n']}).",
         f"default list total: {s['default_list_total']} events; writes sent {s['writes_sent']}, commits made "

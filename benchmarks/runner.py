@@ -51,6 +51,49 @@ class Runner:
             + (f"  ERRORS {errors}" if errors else ""))
         return row, sample_body
 
+    def measure_with_floor(self, name: str, request, floor_for, warmup: int = WARMUP) -> tuple[dict, dict, bytes]:
+        """``request(k)`` timed alternately with its floor (``floor_for(body)`` gives the request of
+        a warm-up answer's body through a trivial route): request, floor, request, floor. This
+        machine's speed moves within seconds, so a row and a floor timed one after the other
+        could each land in another mode; alternated, both see the same. Returns (row, floor row,
+        a timed answer's body)."""
+        errors: list[str] = []
+        body = None
+        for j in range(warmup):
+            response = request(self.repeat + WARMUP_OFFSET + j)
+            if response.status_code == 200:
+                body = response.get_data()
+        if body is None:
+            raise RuntimeError(f"{name}: no warm-up request answered 200")
+        floor = floor_for(body)
+        for _ in range(warmup):
+            floor()
+        samples: list[float] = []
+        floor_samples: list[float] = []
+        sample_body = None
+        started = time.perf_counter()
+        for k in range(self.repeat):
+            t0 = time.perf_counter()
+            response = request(k)
+            samples.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            floor()
+            floor_samples.append((time.perf_counter() - t0) * 1000)
+            if response.status_code != 200:
+                if len(errors) < 3:
+                    errors.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
+            elif sample_body is None:
+                sample_body = response.get_data()
+            if time.perf_counter() - started > self.budget and len(samples) >= MIN_SAMPLES:
+                break
+        row = {"name": name, **summary(samples), "errors": errors, "stopped_by_budget": len(samples) < self.repeat,
+               "body_bytes": len(sample_body) if sample_body else None}
+        floor_row = {"name": f"floor for {name}", **summary(floor_samples), "errors": [],
+                     "stopped_by_budget": row["stopped_by_budget"], "body_bytes": len(body)}
+        say(f"  {name}: p50 {row['p50_ms']:.2f} ms, p95 {row['p95_ms']:.2f} ms (n={row['n']}); its floor, "
+            f"alternated: p50 {floor_row['p50_ms']:.2f} ms" + (f"  ERRORS {errors}" if errors else ""))
+        return row, floor_row, sample_body
+
     def get(self, path: str, params: dict | None = None, auth: bool = False, buffered: bool = True):
         url = API + path + ("?" + urlencode(params) if params else "")
         return self.client.get(url, headers=self.auth if auth else None, buffered=buffered)

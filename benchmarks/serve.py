@@ -26,7 +26,7 @@ FULL_ROWS_MAX = 200_000
 
 
 def phase_serve(cfg: dict) -> dict:
-    """Cold start on the built repository, then reads (each with its floor), scanning reads, writes."""
+    """Cold start on the built repository, then reads (each alternated with its floor), scanning reads, writes."""
     return ServePhase(cfg).run()
 
 
@@ -148,23 +148,20 @@ class ServePhase:
         }
 
     def reads(self, lists: dict) -> dict[str, dict]:
-        """Lists and single reads with the index, each followed at once by its floor (measured in
-        the same state of the process and the machine: measured after every row, the floors
-        moved between runs by up to 1.7x, which no ratio can stand); returns the floors by row."""
+        """Lists and single reads with the index, each timed alternately with its floor (its
+        answer's body through a trivial route); returns the floors by row."""
         runner, picks = self.runner, self.picks
         singles = {
             "single: by id": lambda k: runner.get(f"/events/{picks[k % len(picks)][0]}"),
             "single: by slug": lambda k: runner.get(f"/events/by-slug/{picks[k % len(picks)][1]}"),
         }
         floors: dict[str, dict] = {}
-        say(f"{self.size}: reads with the index, each followed by its floor (its body through a trivial route)")
+        say(f"{self.size}: reads with the index, each alternated with its floor")
         for name, request in {**lists, **singles}.items():
-            row, body = runner.measure(name, request)
+            row, floors[name], _ = runner.measure_with_floor(name, request, self.floor_request)
             row["kind"] = "list" if name.startswith("list") else "single"
             row["mode"] = "index"
             self.rows.append(row)
-            if body is not None:
-                floors[name] = self.floor(name, body)
         return floors
 
     def scanning_reads(self, lists: dict) -> None:
@@ -176,12 +173,11 @@ class ServePhase:
             self.rows.append(row)
         self.service.index = saved_index
 
-    def floor(self, name: str, body: bytes) -> dict:
+    def floor_request(self, body: bytes):
         """The floor of a read row: its body (decoded once) encoded again through a trivial route."""
         key = f"f{len(self.floor_bodies)}"
         self.floor_bodies[key] = json.loads(body)
-        row, _ = self.runner.measure(f"floor for {name}", lambda k: self.client.get(f"/__bench/floor/{key}"))
-        return row
+        return lambda: self.client.get(f"/__bench/floor/{key}")
 
     def feeds(self) -> None:
         result, day, category_ids = self.result, self.day, self.meta["category_ids"]
