@@ -53,49 +53,30 @@ class Runner:
 
     def measure_with_floor(self, name: str, request, floor_for, warmup: int = WARMUP) -> tuple[dict, dict, bytes]:
         """``request(k)`` timed alternately with its floor (``floor_for(body)`` gives the request of
-        a warm-up answer's body through a trivial route): request, floor, request, floor. This
-        machine's speed moves within seconds, so a row and a floor timed one after the other
-        could each land in another mode; alternated, both see the same. The floor is sent twice
-        and timed the second time: right after a real request it ran up to twice as long (the
-        caches that request left), and a floor is the trivial route at its best. Returns (row,
-        floor row, a timed answer's body)."""
-        errors: list[str] = []
-        body = None
-        for j in range(warmup):
-            response = request(self.repeat + WARMUP_OFFSET + j)
-            if response.status_code == 200:
-                body = response.get_data()
-        if body is None:
-            raise RuntimeError(f"{name}: no warm-up request answered 200")
-        floor = floor_for(body)
-        for _ in range(warmup):
-            floor()
-        samples: list[float] = []
+        an answer's body through a trivial route): request, floor, request, floor. This machine's
+        speed moves within seconds, so a row and a floor timed one after the other could each
+        land in another speed; alternated, both see the same. The floor is sent twice and timed
+        the second time: right after a real request it ran up to twice as long (the caches that
+        request left), and a floor is the trivial route at its best. Returns (row, floor row,
+        a timed answer's body)."""
+        first = request(self.repeat + WARMUP_OFFSET + warmup)   # a request of its own, never timed
+        if first.status_code != 200:
+            raise RuntimeError(f"{name}: {first.status_code} {first.get_data(as_text=True)[:200]}")
+        floor = floor_for(first.get_data())
         floor_samples: list[float] = []
-        sample_body = None
-        started = time.perf_counter()
-        for k in range(self.repeat):
-            t0 = time.perf_counter()
-            response = request(k)
-            samples.append((time.perf_counter() - t0) * 1000)
-            floor()   # untimed: the first trivial request after a real one pays for the caches it left
+
+        def timed_floor(k: int) -> None:
+            floor()
             t0 = time.perf_counter()
             floor()
             floor_samples.append((time.perf_counter() - t0) * 1000)
-            if response.status_code != 200:
-                if len(errors) < 3:
-                    errors.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
-            elif sample_body is None:
-                sample_body = response.get_data()
-            if time.perf_counter() - started > self.budget and len(samples) >= MIN_SAMPLES:
-                break
-        row = {"name": name, **summary(samples), "errors": errors, "stopped_by_budget": len(samples) < self.repeat,
-               "body_bytes": len(sample_body) if sample_body else None}
-        floor_row = {"name": f"floor for {name}", **summary(floor_samples), "errors": [],
-                     "stopped_by_budget": row["stopped_by_budget"], "body_bytes": len(body)}
-        say(f"  {name}: p50 {row['p50_ms']:.2f} ms, p95 {row['p95_ms']:.2f} ms (n={row['n']}); its floor, "
-            f"alternated: p50 {floor_row['p50_ms']:.2f} ms" + (f"  ERRORS {errors}" if errors else ""))
-        return row, floor_row, sample_body
+
+        row, body = self.measure(name, request, warmup=warmup, after=timed_floor)
+        samples = floor_samples[warmup:]   # the warm-up requests' floors are not counted
+        floor_row = {"name": f"floor for {name}", **summary(samples), "errors": [],
+                     "stopped_by_budget": row["stopped_by_budget"], "body_bytes": len(first.get_data())}
+        say(f"  floor for {name}, alternated: p50 {floor_row['p50_ms']:.2f} ms (n={floor_row['n']})")
+        return row, floor_row, body
 
     def get(self, path: str, params: dict | None = None, auth: bool = False, buffered: bool = True):
         url = API + path + ("?" + urlencode(params) if params else "")
