@@ -64,10 +64,8 @@ class RawJSON:
         self.text = text
 
 
-# A RawJSON value is written as a placeholder string, then replaced by its text: the token is
-# random per process, so no content can spell a placeholder. The encoder meets the values in
-# the order of the text, so one placeholder serves them all: the text is split at it and the
-# fragments go between the pieces (a numbered placeholder and a regex cost a third of encoding).
+# A RawJSON value is written as a placeholder (random per process: no content can spell it), the
+# text split at it and the values put between the pieces, in the order the encoder met them.
 _RAW_TOKEN = "raw-json-" + secrets.token_hex(8)
 _RAW_QUOTED = '"' + _RAW_TOKEN + '"'
 
