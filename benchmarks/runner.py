@@ -51,14 +51,13 @@ class Runner:
             + (f"  ERRORS {errors}" if errors else ""))
         return row, sample_body
 
-    def measure_with_floor(self, name: str, request, floor_for, warmup: int = WARMUP) -> tuple[dict, dict, bytes]:
+    def measure_with_floor(self, name: str, request, floor_for, warmup: int = WARMUP) -> tuple[dict, dict]:
         """``request(k)`` timed alternately with its floor (``floor_for(body)`` gives the request of
         an answer's body through a trivial route): request, floor, request, floor. This machine's
         speed moves within seconds, so a row and a floor timed one after the other could each
         land in another speed; alternated, both see the same. The floor is sent twice and timed
         the second time: right after a real request it ran up to twice as long (the caches that
-        request left), and a floor is the trivial route at its best. Returns (row, floor row,
-        a timed answer's body)."""
+        request left), and a floor is the trivial route at its best. Returns (row, floor row)."""
         first = request(self.repeat + WARMUP_OFFSET + warmup)   # a request of its own, never timed
         if first.status_code != 200:
             raise RuntimeError(f"{name}: {first.status_code} {first.get_data(as_text=True)[:200]}")
@@ -71,12 +70,12 @@ class Runner:
             floor()
             floor_samples.append((time.perf_counter() - t0) * 1000)
 
-        row, body = self.measure(name, request, warmup=warmup, after=timed_floor)
+        row, _ = self.measure(name, request, warmup=warmup, after=timed_floor)
         samples = floor_samples[warmup:]   # the warm-up requests' floors are not counted
         floor_row = {"name": f"floor for {name}", **summary(samples), "errors": [],
                      "stopped_by_budget": row["stopped_by_budget"], "body_bytes": len(first.get_data())}
         say(f"  floor for {name}, alternated: p50 {floor_row['p50_ms']:.2f} ms (n={floor_row['n']})")
-        return row, floor_row, body
+        return row, floor_row
 
     def get(self, path: str, params: dict | None = None, auth: bool = False, buffered: bool = True):
         url = API + path + ("?" + urlencode(params) if params else "")

@@ -158,7 +158,7 @@ class ServePhase:
         floors: dict[str, dict] = {}
         say(f"{self.size}: reads with the index, each alternated with its floor")
         for name, request in {**lists, **singles}.items():
-            row, floors[name], _ = runner.measure_with_floor(name, request, self.floor_request)
+            row, floors[name] = runner.measure_with_floor(name, request, self.floor_request)
             row["kind"] = "list" if name.startswith("list") else "single"
             row["mode"] = "index"
             self.rows.append(row)

@@ -99,9 +99,12 @@ def _follow_loop(index: "SearchIndex") -> None:
             log.exception("updating the search index failed")
 
 
-def indexed_changes(store, old: str, new: str) -> dict | None:
-    """The files changed from ``old`` to ``new``, or None when git cannot tell (the indexed commit
-    is gone: history rewritten); git's message is logged, since a full rebuild follows."""
+def indexed_changes(store, old: str | None, new: str | None) -> dict | None:
+    """The files changed from ``old`` to ``new``; None when either is missing (nothing indexed
+    yet, an empty branch) or git cannot tell (the indexed commit is gone: history rewritten; git's
+    message is logged, since a full rebuild follows)."""
+    if not old or not new:
+        return None
     try:
         return store.changed_files(old, new)
     except Exception as exc:
@@ -292,7 +295,7 @@ class SearchIndex:
         if state and state.get("commit") == snapshot.commit:
             return
         since = state.get("commit") if state else None
-        changes = indexed_changes(store, since, snapshot.commit) if since and snapshot.commit else None
+        changes = indexed_changes(store, since, snapshot.commit)
         work_size = len(changes) if changes is not None else len(snapshot.by_id[EVENTS.name])
         if blocking or work_size <= INLINE_LIMIT:
             self.sync(snapshot, store, changes, since, blocking=blocking)
@@ -355,7 +358,7 @@ class SearchIndex:
         if state and state.get("commit") == snapshot.commit:
             return 0
         since = state.get("commit") if state else None
-        changes = indexed_changes(store, since, snapshot.commit) if since and snapshot.commit else None
+        changes = indexed_changes(store, since, snapshot.commit)
         events = len(snapshot.by_id[EVENTS.name])
         if changes is not None and len(changes) * REBUILD_SHARE > events:
             changes = None
@@ -380,7 +383,7 @@ class SearchIndex:
             if why is None and indexed != since:
                 # another writer moved the index after the changes were asked for (readers call
                 # ``ensure`` side by side): the changes from where it is now, not a full rebuild
-                changes = indexed_changes(store, indexed, snapshot.commit) if indexed and snapshot.commit else None
+                changes = indexed_changes(store, indexed, snapshot.commit)
             usable = (changes is not None and state and state.get("commit") and self.whoosh_dir.exists()
                       and whoosh_index.exists_in(str(self.whoosh_dir)))
             if not usable:
