@@ -117,7 +117,7 @@ class _Calendar:
         self.post_id = 0
 
     def add(self, resource, data: dict) -> None:
-        self.files[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+        self.files[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
         self.by_kind[resource.name][data["id"]] = data
 
     def unique(self, slug: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import pickle
+import re
 import shutil
 import subprocess
 import zlib
@@ -71,6 +72,12 @@ def repo(paths) -> "Git":
     return Git(paths["content_dir"])
 
 
+def flat(paths) -> list[str]:
+    """``paths`` with the month folders of events left out (``events/2026/11/a.md`` ->
+    ``events/a.md``), for tests about which files a write touched rather than where events are filed."""
+    return [re.sub(r"(^|\s)events/\d{4}/\d{2}/", r"\1events/", p) for p in paths]
+
+
 class Git:
     """Runs git in the content repository, for assertions about commits and files."""
 
@@ -99,6 +106,20 @@ class Git:
 
     def files(self) -> list[str]:
         return sorted(self("ls-files").split())
+
+    def path_of(self, slug: str, folder: str = "events") -> str:
+        """The path of the one file named ``slug`` in ``folder`` or its month folders (the API
+        files a new event under ``events/YYYY/MM/``); fails unless exactly one is there."""
+        found = sorted(p.relative_to(self.root).as_posix() for p in (self.root / folder).rglob(f"{slug}.*"))
+        assert len(found) == 1, f"{slug} in {folder}: {found}"
+        return found[0]
+
+    def path_at(self, slug: str, rev: str = "HEAD", folder: str = "events") -> str:
+        """The path of the one file named ``slug`` in ``folder`` (any depth) committed at ``rev``."""
+        names = self("ls-tree", "-r", "--name-only", rev, "--", folder).split()
+        found = [n for n in names if n.rsplit("/", 1)[-1].rsplit(".", 1)[0] == slug]
+        assert len(found) == 1, f"{slug} in {folder} at {rev}: {found}"
+        return found[0]
 
     def commit_files(self, files: dict, message: str = "Edit by hand", allow_empty: bool = False) -> None:
         """Write (text or bytes) or delete (None) several files and commit them as one editor

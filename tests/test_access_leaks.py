@@ -225,13 +225,13 @@ def test_trashing_a_venue_or_organizer_changes_no_event(as_role, repo):
     contributor, editor = as_role("contributor"), as_role("editor")
     organizer = _created(contributor.post("/organizers", json={"organizer": "Contributor Org"}))
     event = _event(editor, title="Editor event", organizer=[organizer["id"]])
-    event_file = (repo.root / f"events/{event['slug']}.md").read_text()
+    event_file = (repo.root / repo.path_of(event['slug'])).read_text()
     before = repo.count()
     assert contributor.delete(f"/organizers/{organizer['id']}").status_code == 200
     assert repo.count() == before + 1
     assert repo("show", "--name-only", "--format=", "HEAD").split() == [f"organizers/{organizer['slug']}.yaml"]
     assert "Unlink" not in repo.last_message()
-    assert (repo.root / f"events/{event['slug']}.md").read_text() == event_file
+    assert (repo.root / repo.path_of(event['slug'])).read_text() == event_file
     assert editor.get(f"/events/{event['id']}").get_json()["organizer"] == []   # a trashed one is not embedded
     # restoring it links it again
     assert contributor.post(f"/organizers/{organizer['id']}", json={"status": "draft"}).status_code == 200
@@ -243,6 +243,7 @@ def test_emptying_the_trash_unlinks_removed_venues(app, as_role, repo):
     venue = _created(editor.post("/venues", json={"venue": "Soon gone"}))
     event = _event(editor, venue=venue["id"])
     trashed_event = _event(editor, venue=venue["id"])
+    event_path, trashed_path = repo.path_of(event["slug"]), repo.path_of(trashed_event["slug"])
     assert editor.delete(f"/venues/{venue['id']}").status_code == 200
     assert editor.delete(f"/events/{trashed_event['id']}").status_code == 200
     svc = app.extensions["calendar"]
@@ -250,9 +251,9 @@ def test_emptying_the_trash_unlinks_removed_venues(app, as_role, repo):
     assert svc.empty_trash(svc.trashed(), user) == 2
     assert repo.status() == ""
     assert sorted(repo("show", "--name-only", "--format=", "HEAD").split()) == sorted(
-        [f"venues/{venue['slug']}.yaml", f"events/{event['slug']}.md", f"events/{trashed_event['slug']}.md"])
-    assert not (repo.root / f"events/{trashed_event['slug']}.md").exists()
-    assert "venue: []" in (repo.root / f"events/{event['slug']}.md").read_text()
+        [f"venues/{venue['slug']}.yaml", event_path, trashed_path])
+    assert not (repo.root / trashed_path).exists()
+    assert "venue: []" in (repo.root / event_path).read_text()
 
 
 # ----------------------------------------------------------------------------- an event's terms and venues (Low 1)

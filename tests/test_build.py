@@ -17,7 +17,7 @@ from calendar_service import create_app
 from calendar_service.config import Settings
 from calendar_service.http.app import close_app
 from calendar_service.service.build import NoRepository, build_service
-from conftest import Client, Git
+from conftest import Client, Git, flat
 
 PROJECT = Path(calendar_service.__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def test_trash_empty_pushes_its_commit_to_the_configured_remote(paths, bare):
     assert "deleted 1 record(s)" in done.stdout
     assert remote("rev-parse", "main").strip() == local.head()
     assert remote("log", "-1", "--format=%an|%s", "main").strip() == "Editor|Empty the trash: 1 record(s)"
-    assert remote("ls-tree", "-r", "--name-only", "main").split() == ["events/kept.md"]
+    assert flat(remote("ls-tree", "-r", "--name-only", "main").split()) == ["events/kept.md"]
 
 
 def test_commands_without_a_repository_do_not_create_one(paths):

@@ -178,10 +178,10 @@ def test_new_writes_valid_files_without_an_id(content, capsys):
     assert main(["new", "organizer", "--title", "Arts Council", "--status", "draft", "--dir", str(content)]) == 0
     assert main(["new", "category", "--title", "Workshops", "--description", "Learn", "--dir", str(content)]) == 0
     printed = capsys.readouterr().out.split()
-    assert printed == [str(content / p) for p in ("events/jazz-night.md", "venues/riverside-hall.yaml",
+    assert printed == [str(content / p) for p in ("events/2030/06/jazz-night.md", "venues/riverside-hall.yaml",
                                                    "tags/outdoor.yaml", "organizers/arts-council.yaml",
                                                    "categories/workshops.yaml")]
-    event = (content / "events/jazz-night.md").read_text()
+    event = (content / "events/2030/06/jazz-night.md").read_text()
     # no id: one picked here could be handed out by the API meanwhile; the service gives it one
     assert event.startswith("---\ntitle: Jazz Night!\nslug: jazz-night\nstatus: publish\n")
     assert "start_date: '2030-06-01 20:00:00'\nend_date: '2030-06-01 23:00:00'\ntimezone: Europe/Berlin\n" in event
@@ -212,9 +212,9 @@ def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
                      "--end", "2030-03-01 20:00", "--dir", str(paths["content_dir"]))
     assert result.returncode == 0, result.stderr
     path = Path(result.stdout.strip())
-    assert path == paths["content_dir"] / "events/committed-by-hand.md"
+    assert path == paths["content_dir"] / "events/2030/03/committed-by-hand.md"  # the folder of its month
     assert repo.status().strip() == "?? events/"  # written, not committed
-    repo("add", "events/committed-by-hand.md")
+    repo("add", "events/2030/03/committed-by-hand.md")
     repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", "Add an event")
     before = repo.head()
     r = anon.get(f"/events/{venue['id'] + 1}")  # the service gives the file the next id, in a commit of its own
@@ -223,7 +223,7 @@ def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
     assert repo("rev-parse", "HEAD~1").strip() == before
     assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
     assert repo.last_message().startswith("Give ids and slugs to files")
-    assert f"events/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
+    assert f"events/2030/03/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
     assert (path.read_text().startswith(f"---\nid: {venue['id'] + 1}\ntitle: Committed by hand\n"))
     assert repo.status() == ""
 
@@ -245,7 +245,7 @@ def test_validate_and_new_work_on_the_content_clone_they_run_in(tmp_path, conten
     made = run("new", "event", "--title", "Advent Market", "--start", "2030-12-01 10:00", "--end", "2030-12-01 18:00",
                cwd=content / "events")
     assert made.returncode == 0, made.stderr
-    assert Path(made.stdout.strip()) == content / "events/advent-market.md"
+    assert Path(made.stdout.strip()) == content / "events/2030/12/advent-market.md"
     assert not (content / "events/content").exists() and not (content / "content").exists()
     write(content, "events/broken.md", "---\nid: 40\ntitle: [x\n---\n")
     bad = run("validate", cwd=content)

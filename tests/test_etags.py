@@ -93,7 +93,7 @@ def test_a_stale_if_match_is_412_and_commits_nothing(admin, repo, factory):
 def test_a_commit_made_in_git_makes_an_etag_stale(admin, repo, factory):
     event = factory.event(title="Original")
     tag = admin.get(f"/events/{event['id']}").headers["ETag"]
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     path.write_text(path.read_text().replace("Original", "Edited in git"))
     repo("add", "-A")
     repo(*EDITOR, "commit", "-q", "-m", "Edit by hand")
@@ -118,7 +118,7 @@ def test_if_match_is_checked_against_the_head_the_write_commits_on(app, admin, r
         worker = threading.Thread(target=write)
         worker.start()
         time.sleep(0.5)  # the request validates against the current head, then waits for the lock
-        file = repo.root / "events" / f"{event['slug']}.md"
+        file = repo.root / repo.path_of(event['slug'])
         file.write_text(file.read_text().replace("Racing", "Edited meanwhile"))
         repo("add", "-A")
         repo(*EDITOR, "commit", "-q", "-m", "Edit meanwhile")

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from calendar_service import create_app
-from conftest import API, Client, Git
+from conftest import API, Client, Git, flat
 
 BASE = "http://localhost" + API
 
@@ -101,7 +101,7 @@ def event_body(**fields) -> dict:
 
 def read_event_file(repo, slug: str, rev: str = "HEAD") -> tuple[dict, str, str]:
     """(front matter, body, raw text) of an event file as committed at ``rev``."""
-    raw = repo("show", f"{rev}:events/{slug}.md")
+    raw = repo("show", f"{rev}:{repo.path_at(slug, rev)}")
     assert raw.startswith("---\n"), raw
     _, front, body = raw.split("---\n", 2)
     meta = yaml.safe_load(front)
@@ -349,8 +349,8 @@ def test_create_json_event_response_file_and_commit(admin, repo):
     assert event["custom_fields"] == []
     # the commit
     assert first_line(repo) == f'Create event {eid} "Peer Concert"'
-    assert changed_files(repo) == ["events/peer-concert.md"]
-    assert repo.files() == ["events/peer-concert.md"]
+    assert flat(changed_files(repo)) == ["events/peer-concert.md"]
+    assert flat(repo.files()) == ["events/peer-concert.md"]
     # the file: YAML front matter plus the description as the body
     meta, text, _ = read_event_file(repo, "peer-concert")
     assert text.strip() == "An evening concert."
@@ -416,7 +416,7 @@ def test_create_with_form_body_and_php_style_keys(admin, repo, factory):
     assert [o["organizer"] for o in event["organizer"]] == ["Organizer A", "Organizer B"]
     assert all(isinstance(o["id"], int) for o in event["organizer"])
     # venue, both organizers and the event: one commit
-    assert changed_files(repo) == sorted(["events/form-event.md", "venues/form-hall.yaml",
+    assert flat(changed_files(repo)) == sorted(["events/form-event.md", "venues/form-hall.yaml",
                                           "organizers/organizer-a.yaml", "organizers/organizer-b.yaml"])
 
 
@@ -641,7 +641,7 @@ def test_same_title_gets_a_unique_slug_and_file(admin, repo):
     second = admin.post("/events", json=event_body(title="Twin")).get_json()
     assert (first["slug"], second["slug"]) == ("twin", "twin-2")
     assert first["id"] != second["id"]
-    assert repo.files() == ["events/twin-2.md", "events/twin.md"]
+    assert flat(repo.files()) == ["events/twin-2.md", "events/twin.md"]
     assert read_event_file(repo, "twin")[0]["id"] == first["id"]
 
 
@@ -651,7 +651,7 @@ def test_explicit_slug_and_unicode_title(admin, repo):
     assert a["slug"] == "my-own-slug" and a["url"] == "http://localhost/event/my-own-slug/"
     assert a["title"] == "Café Olé!"
     assert b["slug"] == "cafe-ole"
-    assert repo.files() == ["events/cafe-ole.md", "events/my-own-slug.md"]
+    assert flat(repo.files()) == ["events/cafe-ole.md", "events/my-own-slug.md"]
 
 
 def test_ids_are_shared_with_venues_and_organizers(factory):
@@ -729,7 +729,7 @@ def test_terms_by_new_names_are_created_in_the_same_commit(admin, repo, taxonomy
     terms = r.get_json()[taxonomy]
     assert [(t["name"], t["slug"]) for t in terms] == [("Cat One", "cat-one"), ("Cat Two", "cat-two")]
     assert all(isinstance(t["id"], int) for t in terms)
-    assert changed_files(repo) == sorted(["events/named.md", f"{taxonomy}/cat-one.yaml", f"{taxonomy}/cat-two.yaml"])
+    assert flat(changed_files(repo)) == sorted(["events/named.md", f"{taxonomy}/cat-one.yaml", f"{taxonomy}/cat-two.yaml"])
     listed = admin.get(f"/{taxonomy}", query_string={"hide_empty": "false"}).get_json()[taxonomy]
     assert sorted(t["id"] for t in listed) == sorted(t["id"] for t in terms)
 
@@ -749,7 +749,7 @@ def test_terms_by_existing_name_reuse_the_term(admin, factory, repo, taxonomy):
     files = repo.files()
     r = admin.post("/events", json=event_body(title="Reuse", **{taxonomy: "music"}))
     assert [t["id"] for t in r.get_json()[taxonomy]] == [existing["id"]]
-    assert repo.files() == sorted(files + ["events/reuse.md"])
+    assert flat(repo.files()) == sorted(files + ["events/reuse.md"])
 
 
 @pytest.mark.parametrize("empty", ["", []])
@@ -765,7 +765,7 @@ def test_terms_unknown_numeric_id_is_skipped(admin, factory, repo, taxonomy):
     r = admin.post("/events", json=event_body(title="Skip", **{taxonomy: [999999, existing["id"]]}))
     assert r.status_code == 201
     assert [t["id"] for t in r.get_json()[taxonomy]] == [existing["id"]]
-    assert repo.files() == sorted(files + ["events/skip.md"])
+    assert flat(repo.files()) == sorted(files + ["events/skip.md"])
 
 
 def test_embedded_term_values(admin, factory):
@@ -817,7 +817,7 @@ def test_venue_inline_object_is_created_with_derived_stateprovince(admin, repo, 
             assert key not in venue, key  # empty values are dropped from venue objects
     assert venue["stateprovince"] == stateprovince
     slug = venue["slug"]
-    assert changed_files(repo) == sorted(["events/with-venue.md", f"venues/{slug}.yaml"])
+    assert flat(changed_files(repo)) == sorted(["events/with-venue.md", f"venues/{slug}.yaml"])
     assert admin.get(f"/venues/{venue['id']}").get_json()["venue"] == data["venue"]
 
 
@@ -827,7 +827,7 @@ def test_venue_inline_object_with_the_name_of_an_existing_venue_reuses_it(admin,
     r = admin.post("/events", json=event_body(title="Dup", venue={"venue": "peer hall"}))
     assert r.status_code == 201
     assert r.get_json()["venue"]["id"] == existing["id"]
-    assert repo.files() == sorted(files + ["events/dup.md"])
+    assert flat(repo.files()) == sorted(files + ["events/dup.md"])
 
 
 def test_venue_form_object(admin):
@@ -1215,12 +1215,12 @@ def test_update_changes_only_the_given_fields(admin, repo, rich_event, method):
     changed = {k for k in set(before_meta) | set(after_meta) if before_meta.get(k) != after_meta.get(k)}
     assert changed <= {"title", "modified_utc"} and "title" in changed
     assert first_line(repo) == f'Update event {rich_event["id"]} "Renamed Event"'
-    assert changed_files(repo) == ["events/rich-event.md"]
+    assert flat(changed_files(repo)) == ["events/rich-event.md"]
 
 
 def test_update_diff_touches_only_changed_lines(admin, repo, rich_event):
     admin.post(f"/events/{rich_event['id']}", json={"cost": "30$"})
-    diff = repo("diff", "-U0", "HEAD~1", "HEAD", "--", "events/rich-event.md")
+    diff = repo("diff", "-U0", "HEAD~1", "HEAD", "--", repo.path_at("rich-event"))
     touched = {line[1:].split(":", 1)[0] for line in diff.splitlines()
                if line[:1] in "+-" and not line.startswith(("+++", "---"))}
     assert touched <= {"cost", "modified_utc"} and "cost" in touched
@@ -1279,8 +1279,8 @@ def test_update_by_slug_keeps_slug_and_file(admin, repo, rich_event):
     assert r.status_code == 200
     assert r.get_json()["slug"] == "rich-event"
     assert r.get_json()["url"] == "http://localhost/event/rich-event/"
-    assert changed_files(repo) == ["events/rich-event.md"]
-    assert "events/rich-event.md" in repo.files()
+    assert flat(changed_files(repo)) == ["events/rich-event.md"]
+    assert "events/rich-event.md" in flat(repo.files())
     assert admin.patch("/events/by-slug/rich-event", json={"excerpt": "Again"}).status_code == 200
 
 
@@ -1385,10 +1385,10 @@ def test_update_slug_renames_the_file_in_one_commit(admin, repo, rich_event):
     assert e["slug"] == "an-interesting-event"
     assert e["url"] == "http://localhost/event/an-interesting-event/"
     assert e["website"] == "https://rich.example.com"
-    files = repo.files()
+    files = flat(repo.files())
     assert "events/rich-event.md" not in files and "events/an-interesting-event.md" in files
-    assert not (repo.root / "events/rich-event.md").exists()
-    assert changed_files(repo) == ["events/an-interesting-event.md", "events/rich-event.md"]
+    assert not list((repo.root / "events").rglob("rich-event.md"))
+    assert flat(changed_files(repo)) == ["events/an-interesting-event.md", "events/rich-event.md"]
     meta, body, _ = read_event_file(repo, "an-interesting-event")
     assert (meta["id"], meta["slug"], body.strip()) == (rich_event["id"], "an-interesting-event", "Original body")
     assert admin.get("/events/by-slug/an-interesting-event").get_json()["id"] == rich_event["id"]
@@ -1400,7 +1400,7 @@ def test_update_slug_is_sanitized(admin, repo, factory):
     r = admin.post(f"/events/{event['id']}", json={"slug": "My New Slug!"})
     assert (r.status_code, r.get_json()["slug"]) == (200, "my-new-slug")
     assert r.get_json()["website"] == r.get_json()["url"] == "http://localhost/event/my-new-slug/"
-    assert repo.files() == ["events/my-new-slug.md"]
+    assert flat(repo.files()) == ["events/my-new-slug.md"]
 
 
 def test_update_slug_to_a_taken_slug_never_overwrites_the_other_event(admin, repo, factory):
@@ -1446,8 +1446,8 @@ def test_delete_trashes_the_event_in_one_commit(admin, repo, factory):
     assert (body["id"], body["status"], body["title"]) == (event["id"], "trash", "Trash Me")
     meta, _, _ = read_event_file(repo, "trash-me")
     assert meta["status"] == "trash" and meta["id"] == event["id"]
-    assert repo.files() == ["events/trash-me.md"]  # trashed, not removed
-    assert changed_files(repo) == ["events/trash-me.md"]
+    assert flat(repo.files()) == ["events/trash-me.md"]  # trashed, not removed
+    assert flat(changed_files(repo)) == ["events/trash-me.md"]
     assert str(event["id"]) in first_line(repo) and '"Trash Me"' in first_line(repo)
 
 

@@ -61,7 +61,7 @@ def test_edit_add_delete_and_break_in_git_are_served_without_restart(app, anon, 
 
 def test_a_slug_rename_in_git_is_served_under_the_new_slug(app, anon, repo, factory):
     event = factory.event(title="Renamed in git", start_date="2030-05-02 10:00", end_date="2030-05-02 11:00")
-    old = f"events/{event['slug']}.md"
+    old = repo.path_of(event['slug'])
     repo("mv", old, "events/new-name.md")
     path = repo.root / "events/new-name.md"
     path.write_text(path.read_text().replace(f"slug: {event['slug']}", "slug: new-name"))
@@ -78,7 +78,7 @@ def test_a_copied_file_gets_a_new_id_and_the_original_keeps_its_own(app, anon, r
     in a commit of the service's own that changes only its id line, with a warning."""
     caplog.set_level(logging.INFO, logger="calendar_service")
     event = factory.event(title="Jazz Night", start_date="2030-05-03 20:00", end_date="2030-05-03 23:00")
-    original = (repo.root / "events/jazz-night.md").read_text()
+    original = (repo.root / repo.path_of("jazz-night")).read_text()
     copy = original.replace("title: Jazz Night", "title: Jazz Copy").replace("slug: jazz-night", "slug: a-jazz-copy")
     repo.commit_file("events/a-jazz-copy.md", copy, "Copy jazz night")
     assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
@@ -86,11 +86,11 @@ def test_a_copied_file_gets_a_new_id_and_the_original_keeps_its_own(app, anon, r
     assert copied["title"] == "Jazz Copy" and copied["id"] == event["id"] + 1
     assert sorted(listed(app, anon)) == ["Jazz Copy", "Jazz Night"]
     assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
-    assert (f"events/a-jazz-copy.md: had id {event['id']}, which events/jazz-night.md holds since before; "
+    assert (f"events/a-jazz-copy.md: had id {event['id']}, which events/2030/05/jazz-night.md holds since before; "
             f"now id {event['id'] + 1}") in repo.last_message()
     assert repo("show", "HEAD:events/a-jazz-copy.md") == copy.replace(f"id: {event['id']}\n", f"id: {event['id'] + 1}\n")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "a-jazz-copy" in r.getMessage()]
-    assert warnings == [f"events/a-jazz-copy.md: id {event['id']} is also in events/jazz-night.md, which entered "
+    assert warnings == [f"events/a-jazz-copy.md: id {event['id']} is also in events/2030/05/jazz-night.md, which entered "
                         "the history first; giving this file a new id"]
     # nothing left to do: more requests make no more commits; a restarted service serves the same
     head = repo.head()
@@ -134,7 +134,7 @@ def test_a_plain_copy_is_served_under_its_own_id_and_file_name(app, anon, repo, 
     """``cp jazz-night.md jazz-night-matinee.md`` and a new title only: id and slug both belong to
     the original; one commit gives the copy a new id and its file name as slug."""
     event = factory.event(title="Jazz Night", start_date="2030-05-06 20:00", end_date="2030-05-06 23:00")
-    original = (repo.root / "events/jazz-night.md").read_text()
+    original = (repo.root / repo.path_of("jazz-night")).read_text()
     repo.commit_file("events/jazz-night-matinee.md", original.replace("title: Jazz Night", "title: Jazz Matinee"))
     head = repo.head()
     assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"

@@ -30,7 +30,7 @@ def test_an_editor_commit_that_moves_an_event_gives_its_modified_and_a_higher_se
     first = vevent(anon, event["id"])
     assert before["modified_utc"] == event["modified_utc"]  # the API's own stamp is kept
 
-    path = repo.root / f"events/{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     path.write_text(path.read_text().replace("2030-05-01", "2030-05-08"))
     repo("add", "-A")
     commit_at(repo, "2031-03-04T05:06:07Z", "editor@example.org", "Move Jazz Night a week")
@@ -50,7 +50,7 @@ def test_an_editor_commit_that_moves_an_event_gives_its_modified_and_a_higher_se
 
 def test_a_cold_start_reads_the_same_dates_as_a_running_service(make_app, repo, factory, anon):
     event = factory.event(title="Cold", start_date="2030-06-01 20:00", end_date="2030-06-01 23:00")
-    path = repo.root / f"events/{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     path.write_text(path.read_text().replace("Cold", "Cold, edited"))
     repo("add", "-A")
     commit_at(repo, "2032-01-02T03:04:05Z", "nobody@example.net", "Edit")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from calendar_service.domain.records import is_safe_slug
+from calendar_service.domain.records import is_safe_slug, resource_of_path
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.http.arguments import create_args
 from calendar_service.http.routes import ROUTES
@@ -116,8 +116,8 @@ def assert_files_inside_content(repo) -> None:
     """Every committed and every working-tree file is a safe record file in a content folder."""
     committed = [p for p in repo("ls-tree", "-r", "-z", "--name-only", "HEAD").split("\0") if p]
     for path in committed:
-        folder, _, name = path.partition("/")
-        assert folder in RESOURCES and "/" not in name, path
+        folder, _, name = path.rpartition("/")
+        assert resource_of_path(path) is not None and folder.split("/")[0] in RESOURCES, path
         stem = name.rsplit(".", 1)[0]
         assert is_safe_slug(stem), path
         assert stem.split(".")[0].lower() not in WINDOWS_RESERVED, path

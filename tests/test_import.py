@@ -22,7 +22,7 @@ from calendar_service import __main__ as cli
 from calendar_service.cli.importer import ImportFailure, import_events
 from calendar_service.storage import bulk
 from calendar_service.storage.store import GitStore
-from conftest import Client, set_cached
+from conftest import Client, flat, set_cached
 
 SAMPLES = Path(__file__).resolve().parent / "samples"  # responses recorded from the original
 UTC = ZoneInfo("UTC")
@@ -90,7 +90,7 @@ def test_sample_list_response_round_trips_through_the_command_line(paths, make_a
     assert "imported 3 events" in out.out and "writing" in out.err  # summary, and a progress bar on stderr
     assert repo.count() == 1 and repo.last_author() == "Ann Importer <ann@example.org>"
     assert repo.status() == ""   # working tree and git index in line with the commit
-    assert "events/peer-concert.md" in repo.files()
+    assert "events/peer-concert.md" in flat(repo.files())
 
     app = make_app(site_url="http://localhost:5000", site_timezone="America/New_York")
     client = Client(app.test_client(), None)
@@ -181,7 +181,7 @@ def test_linked_records_are_created_once_each(paths, repo, make_app):
     ]
     result = import_items(paths, items)
     assert result.created == {"events": 4, "venues": 1, "organizers": 2, "categories": 1, "tags": 2}
-    assert sorted(repo.files()) == sorted([
+    assert sorted(flat(repo.files())) == sorted([
         "events/event-1.md", "events/event-2.md", "events/event-3.md", "events/event-4.md",
         "venues/peer-hall.yaml", "organizers/peer-org.yaml", "organizers/no-id-org.yaml",
         "categories/music.yaml", "tags/free.yaml", "tags/new-tag.yaml"])
@@ -252,8 +252,7 @@ def test_import_into_a_repository_in_use(paths, app, admin, anon, factory, repo)
     venue = factory.venue(venue="Some Hall")
     assert anon.get("/events").get_json()["total"] == 2
     # an editor's uncommitted change stays untouched
-    edited = paths["content_dir"] / existing[0]["slug"]
-    edited = paths["content_dir"] / "events" / f"{existing[0]['slug']}.md"
+    edited = paths["content_dir"] / repo.path_of(existing[0]["slug"])
     edited.write_text(edited.read_text() + "\nedited, not committed\n")
     head = repo.head()
 
@@ -267,7 +266,7 @@ def test_import_into_a_repository_in_use(paths, app, admin, anon, factory, repo)
     assert set(changed) == {("event", existing[1]["id"]), ("venue", venue["id"])}
     new_id = changed[("event", existing[1]["id"])]
     assert "is now" in repo.last_message()
-    assert repo.status().strip() == f"M events/{existing[0]['slug']}.md"
+    assert repo.status().strip() == f"M {repo.path_of(existing[0]['slug'])}"
     assert "edited, not committed" in edited.read_text()
 
     # the running service follows: the clashing event got a new id and a new slug
@@ -301,9 +300,9 @@ def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, r
     # the cache is what a restart reads (a record changed only in the cache shows), keyed by blob:
     # a file changed since is parsed again
     entries = pickle.loads(cache.read_bytes())
-    set_cached(entries, "events/event-1.md", title="From the cache")
+    set_cached(entries, repo.path_of("event-1"), title="From the cache")
     cache.write_bytes(pickle.dumps(entries))
-    repo.commit_file("events/event-2.md", repo("show", "HEAD:events/event-2.md").replace("Event 2", "Edited 2"))
+    repo.commit_file(repo.path_of("event-2"), repo("show", "HEAD:" + repo.path_of("event-2")).replace("Event 2", "Edited 2"))
     client = Client(make_app().test_client(), None)
     assert client.get("/events/101").get_json()["title"] == "From the cache"
     assert client.get("/events/102").get_json()["title"] == "Edited 2"
@@ -342,8 +341,8 @@ def test_a_modified_export_rewrites_exactly_the_changed_files_in_one_commit(path
     original = sample("events_list.json")["events"]
     import_items(paths, copy.deepcopy(original))
     # an editor adds a password to one event in git: a key the import does not manage, kept
-    workshop = repo("show", "HEAD:events/peer-workshop.md")
-    repo.commit_file("events/peer-workshop.md", workshop.replace("title:", "password: sesame\ntitle:", 1))
+    workshop = repo("show", "HEAD:" + repo.path_of("peer-workshop"))
+    repo.commit_file(repo.path_of("peer-workshop"), workshop.replace("title:", "password: sesame\ntitle:", 1))
     before = _tree(repo)
 
     changed = copy.deepcopy(original)
@@ -355,15 +354,15 @@ def test_a_modified_export_rewrites_exactly_the_changed_files_in_one_commit(path
     result = import_items(paths, changed)
     assert repo.count() == 3 and result.commit == repo.head()
     touched = sorted(repo("show", "--name-status", "--format=", "HEAD").split("\n"))
-    assert [t for t in touched if t] == ["A\tevents/peer-new.md", "M\tevents/peer-concert.md",
+    assert flat(t for t in touched if t) == ["A\tevents/peer-new.md", "M\tevents/peer-concert.md",
                                          "M\tevents/peer-workshop.md", "M\tvenues/peer-hall.yaml"]
     assert result.updated == {"events": 2, "venues": 1, "organizers": 0, "categories": 0, "tags": 0}
     assert result.created["events"] == 1 and result.remapped == []
     assert repo.last_message().startswith("Import 1 events, update 2\n")
     after = _tree(repo)
-    assert {p for p in after if after[p] != before.get(p)} == {
+    assert set(flat(p for p in after if after[p] != before.get(p))) == {
         "events/peer-new.md", "events/peer-concert.md", "events/peer-workshop.md", "venues/peer-hall.yaml"}
-    assert "password: sesame" in repo("show", "HEAD:events/peer-workshop.md")
+    assert "password: sesame" in repo("show", "HEAD:" + repo.path_of("peer-workshop"))
     assert repo.status() == ""
 
     admin = Client(make_app().test_client(), "administrator")
@@ -415,12 +414,12 @@ def test_a_record_whose_id_was_taken_is_matched_again_by_its_global_id(paths, ap
 def test_a_reimport_never_overwrites_an_uncommitted_edit(paths, repo):
     original = sample("events_list.json")["events"]
     import_items(paths, copy.deepcopy(original))
-    edited = paths["content_dir"] / "events" / "peer-concert.md"
+    edited = paths["content_dir"] / repo.path_of("peer-concert")
     edited.write_text(edited.read_text() + "\nmy draft, not committed\n")
     count = repo.count()
     original[0]["title"] = "Changed upstream"
     with pytest.raises(Exception) as caught:
         import_items(paths, original)
-    assert "events/peer-concert.md changed since it was read" in str(caught.value)
+    assert f"{repo.path_of('peer-concert')} changed since it was read" in str(caught.value)
     assert repo.count() == count and "my draft, not committed" in edited.read_text()
     assert "calendar-import" not in repo("for-each-ref")

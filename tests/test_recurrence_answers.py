@@ -38,7 +38,7 @@ def test_revisions_by_an_occurrence_id_are_the_series_files(admin, as_role, repo
     assert written(admin.put(f"/events/{occ(sid, 10)}", json={"title": "With the orchestra"}))["id"] == occ(sid, 10)
     # a new slug renames the file: the history follows it, for the series id and its occurrences alike
     assert written(admin.put(f"/events/{sid}", json={"slug": "choir-renamed"}))["slug"] == "choir-renamed"
-    assert "events/choir-renamed.md" in repo.files()
+    assert "events/2030/09/choir-renamed.md" in repo.files()
     by_series = admin.get(f"/events/{sid}/revisions").get_json()["revisions"]
     assert [r["message"].splitlines()[0] for r in by_series] == [
         'Update all occurrences of event 1 "Choir"',

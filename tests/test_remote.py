@@ -214,17 +214,17 @@ def test_a_real_conflict_is_409_and_loses_nothing(instance, remote):
     assert r.status_code == 409
     body = r.get_json()
     assert body["code"] == "calendar-write-conflict" and body["data"] == {"status": 409}
-    assert "events/shared.md" in body["message"]
+    assert b.repo.path_of("shared") in body["message"]
     # the remote keeps A's acknowledged write; B's branch equals the remote
     assert [e["title"] for e in remote_events(remote).values()] == ["Title by A"]
     assert b.repo.head() == remote("rev-parse", "main").strip() == a.repo.head()
     assert b.repo.count() == before + 1
     assert b.admin.get(f"/events/{event['id']}").get_json()["title"] == "Title by A"
-    assert "Title by A" in (b.repo.root / "events/shared.md").read_text()
+    assert "Title by A" in (b.repo.root / b.repo.path_of("shared")).read_text()
     # the refused commit stays reachable in B's repository
     kept = b.repo("for-each-ref", "--format=%(refname)", "refs/calendar/conflicts/").split()
     assert len(kept) == 1
-    assert "Title by B" in b.repo("show", f"{kept[0]}:events/shared.md")
+    assert "Title by B" in b.repo("show", f"{kept[0]}:{b.repo.path_at('shared', kept[0])}")
 
 
 def test_local_commits_are_replayed_onto_the_remote_head(instance, remote):
@@ -271,8 +271,9 @@ def test_a_conflicting_local_commit_is_kept_aside(instance, remote):
     event = a.create("Shared").get_json()
     b.service.pull_remote()
     assert a.admin.post(f"/events/{event['id']}", json={"title": "By the API"}).status_code == 200
-    text = (b.repo.root / "events/shared.md").read_text().replace("title: Shared", "title: By hand")
-    b.repo.commit_file("events/shared.md", text, "Retitle by hand")
+    path = b.repo.path_of("shared")
+    text = (b.repo.root / path).read_text().replace("title: Shared", "title: By hand")
+    b.repo.commit_file(path, text, "Retitle by hand")
     local = b.repo.head()
     result = b.service.pull_remote()
     assert result.conflicts == [local] and not result.pushed
@@ -286,7 +287,7 @@ def test_an_editor_push_to_the_remote_shows_after_the_webhook(instance, remote, 
     a = instance("a")
     event = a.create("Jazz").get_json()
     editor = editor_clone(bare, tmp_path / "editor")
-    path = editor.root / "events/jazz.md"
+    path = editor.root / editor.path_of("jazz")
     path.write_text(path.read_text().replace("title: Jazz", "title: Jazz by the river"))
     (editor.root / "categories").mkdir()
     (editor.root / "categories/music.yaml").write_text("id: 7\nname: Music\nslug: music\n")
@@ -346,7 +347,7 @@ def test_an_id_the_api_confirmed_survives_a_merged_branch_that_picked_it(instanc
     assert remote("rev-list", "--count", f"{merged}..main").strip() == "1"
     assert remote("log", "-1", "--format=%an%n%B", "main").startswith(
         "Calendar Service\nGive ids and slugs to files that lack them or share them with an older file\n\n"
-        f"events/advent-market.md: had id {zumba['id']}, which events/zumba-in-the-park.md holds since before; "
+        f"events/advent-market.md: had id {zumba['id']}, which {a.repo.path_of('zumba-in-the-park')} holds since before; "
         f"now id {zumba['id'] + 1}")
     for replica in (a, b):
         assert replica.service.store.head() == remote("rev-parse", "main").strip()
@@ -365,17 +366,18 @@ def test_a_pull_never_overwrites_an_uncommitted_change(instance, remote, bare, t
     a = instance("a")
     a.create("Jazz")
     a.create("Blues")
-    (a.repo.root / "events/jazz.md").write_text("an editor's unfinished work\n")
+    jazz, blues = a.repo.root / a.repo.path_of("jazz"), a.repo.root / a.repo.path_of("blues")
+    jazz.write_text("an editor's unfinished work\n")
     editor = editor_clone(bare, tmp_path / "editor")
     for name in ("jazz", "blues"):
-        path = editor.root / f"events/{name}.md"
+        path = editor.root / editor.path_of(name)
         path.write_text(path.read_text().replace("title: ", "title: New "))
     editor(*EDITOR, "commit", "-q", "-a", "-m", "Retitle both")
     editor("push", "-q", "origin", "main")
     assert a.hook().status_code == 200
     assert a.repo.head() == editor.head()
-    assert (a.repo.root / "events/jazz.md").read_text() == "an editor's unfinished work\n"
-    assert "title: New Blues" in (a.repo.root / "events/blues.md").read_text()
+    assert jazz.read_text() == "an editor's unfinished work\n"
+    assert "title: New Blues" in blues.read_text()
     assert titles(a) == ["New Blues", "New Jazz"]  # readers serve the branch, not the working tree
 
 

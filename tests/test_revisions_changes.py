@@ -44,7 +44,7 @@ def test_revisions_list_api_and_git_commits_newest_first(as_role, admin, repo, f
     assert admin.post(f"/events/{event['id']}", json={"title": "Second title"}).status_code == 200
     editor = as_role("editor")
     assert len(editor.get(f"/events/{event['id']}/revisions").get_json()["revisions"]) == 2
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     path.write_text(path.read_text().replace("Second title", "Third title"))
     repo("add", "-A")
     by_hand = git_commit(repo, "Fix the title by hand\n\nLonger explanation.")
@@ -53,7 +53,7 @@ def test_revisions_list_api_and_git_commits_newest_first(as_role, admin, repo, f
     r = as_role("editor").get(f"/events/{event['id']}/revisions")
     assert r.status_code == 200, r.get_json()
     revisions = r.get_json()["revisions"]
-    assert [x["commit"] for x in revisions] == history(repo, f"events/{event['slug']}.md")
+    assert [x["commit"] for x in revisions] == history(repo, repo.path_of(event['slug']))
     assert len(revisions) == 3 and revisions[0]["commit"] == by_hand
     assert revisions[0]["author"] == {"name": "Editor", "email": "editor@example.org"}
     assert revisions[0]["message"] == "Fix the title by hand\n\nLonger explanation."
@@ -69,8 +69,9 @@ def test_revisions_follow_the_record_across_slug_renames(admin, repo, factory):
     created = repo.head()
     assert admin.post(f"/events/{event['id']}", json={"slug": "api-name"}).status_code == 200
     api_rename = repo.head()
-    assert not (repo.root / "events/old-name.md").exists()
-    git_renamed = git_rename(repo, "events/api-name.md", "events/git-name.md", "api-name", "git-name")
+    api_path = repo.path_of("api-name")
+    assert not list((repo.root / "events").rglob("old-name.md"))
+    git_renamed = git_rename(repo, api_path, api_path.replace("api-name", "git-name"), "api-name", "git-name")
     assert admin.post(f"/events/{event['id']}", json={"excerpt": "After the renames"}).status_code == 200
     latest = repo.head()
     # a later file under an earlier slug of the record is another record: not followed
@@ -218,7 +219,7 @@ def test_changes_since_a_token_net_effect_per_record(admin, anon, repo, factory)
     assert admin.post(f"/events/{edited['id']}", json={"title": "Edited again"}).status_code == 200
     assert admin.delete(f"/events/{trashed['id']}").status_code == 200
     assert admin.delete(f"/tags/{tag['id']}").status_code == 200
-    path = repo.root / "events" / f"{by_hand['slug']}.md"
+    path = repo.root / repo.path_of(by_hand['slug'])
     path.write_text(path.read_text().replace("Edited in git", "Edited in git, again"))
     repo("add", "-A")
     git_commit(repo, "Edit by hand")
@@ -242,12 +243,12 @@ def test_changes_since_a_token_net_effect_per_record(admin, anon, repo, factory)
 def test_a_broken_file_is_a_deletion_and_its_repair_a_creation(anon, repo, factory):
     event = factory.event()
     token = repo.head()
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     good = path.read_text()
-    repo.commit_file(f"events/{event['slug']}.md", "---\ntitle: [broken\n---\n", message="Break it")
+    repo.commit_file(repo.path_of(event['slug']), "---\ntitle: [broken\n---\n", message="Break it")
     broken = repo.head()
     assert changes(anon, token) == [("events", event["id"], "deleted")]
-    repo.commit_file(f"events/{event['slug']}.md", good, message="Repair it")
+    repo.commit_file(repo.path_of(event['slug']), good, message="Repair it")
     assert changes(anon, broken) == [("events", event["id"], "created")]
     assert changes(anon, token) == []  # net effect: the file is as it was
 

@@ -93,7 +93,7 @@ def test_no_secret_in_history_logs_errors_or_lists(app, repo, paths, caplog):
     messages = repo("log", "--format=%B")
     assert EVENT_SECRET not in messages
     files_with_it = repo("grep", "-l", EVENT_SECRET + "2", "HEAD", "--").split()
-    assert files_with_it == [f"HEAD:events/{event['slug']}.md"]
+    assert files_with_it == [f"HEAD:{repo.path_of(event['slug'])}"]
     # the users file never enters the content repository
     names = repo("log", "--all", "--name-only", "--format=")
     assert "users" not in names

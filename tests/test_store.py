@@ -69,7 +69,7 @@ def test_each_api_write_is_exactly_one_clean_commit(admin, repo, factory):
     assert repo.count() == 0
     event = factory.event(title="Concert")
     assert repo.count() == 1
-    assert changed_paths(repo) == [f"events/{event['slug']}.md"]
+    assert changed_paths(repo) == [repo.path_of(event['slug'])]
     assert_clean(repo)
     assert repo.last_message().startswith(f'Create event {event["id"]} "Concert"')
 
@@ -82,7 +82,7 @@ def test_each_api_write_is_exactly_one_clean_commit(admin, repo, factory):
     assert r.status_code == 200
     assert repo.count() == 3
     assert_clean(repo)
-    text = (repo.root / "events" / f"{event['slug']}.md").read_text()
+    text = (repo.root / repo.path_of(event['slug'])).read_text()
     assert "status: trash" in text
 
 
@@ -203,7 +203,7 @@ def test_gitstore_commit_with_a_stale_head_raises_and_writes_nothing(store, repo
 
 def test_gitstore_refuses_to_overwrite_local_changes(store, repo, factory):
     event = factory.event()
-    path = f"events/{event['slug']}.md"
+    path = repo.path_of(event['slug'])
     local = (repo.root / path).read_text() + "\nAn editor's unsaved paragraph.\n"
     (repo.root / path).write_text(local)
     head = repo.head()
@@ -248,7 +248,7 @@ def test_catalog_reports_problems_with_their_location(store, repo, app):
 
 def test_update_of_a_locally_modified_file_is_a_409(admin, repo, factory):
     event = factory.event(title="Guarded")
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     local = path.read_text().replace("Guarded", "Guarded (editor is typing)")
     path.write_text(local)
     count, head = repo.count(), repo.head()
@@ -267,7 +267,7 @@ def test_update_of_a_locally_modified_file_is_a_409(admin, repo, factory):
     # the API still serves the committed version
     assert admin.get(f"/events/{event['id']}").get_json()["title"] == "Guarded"
     # once the editor discards the change, the update goes through
-    repo("checkout", "--", f"events/{event['slug']}.md")
+    repo("checkout", "--", repo.path_of(event['slug']))
     assert admin.post(f"/events/{event['id']}", json={"title": "Changed through the API"}).status_code == 200
     assert repo.count() == count + 1
     assert_clean(repo)
@@ -275,7 +275,9 @@ def test_update_of_a_locally_modified_file_is_a_409(admin, repo, factory):
 
 def test_create_over_an_untracked_file_is_a_409(admin, repo, factory):
     factory.event()
-    untracked = repo.root / "events" / "fresh-title.md"
+    tomorrow = datetime.now(timezone.utc) + timedelta(days=1)   # the site's zone is UTC: the event's month
+    untracked = repo.root / "events" / tomorrow.strftime("%Y/%m") / "fresh-title.md"
+    untracked.parent.mkdir(parents=True, exist_ok=True)
     untracked.write_text("an editor's draft, not committed yet\n")
     count = repo.count()
     r = admin.post("/events", json={"title": "Fresh title", "start_date": "tomorrow 10am", "end_date": "tomorrow 11am"})
@@ -286,7 +288,7 @@ def test_create_over_an_untracked_file_is_a_409(admin, repo, factory):
 
 def test_a_locally_deleted_file_is_not_resurrected(admin, repo, factory):
     event = factory.event()
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     path.unlink()
     count = repo.count()
     assert admin.post(f"/events/{event['id']}", json={"title": "Back?"}).status_code == 409
@@ -451,7 +453,7 @@ def _journal(repo):
 
 def test_recovery_finishes_a_write_killed_after_the_ref_update(make_app, paths, repo, factory):
     event = factory.event(title="Before crash")
-    path = f"events/{event['slug']}.md"
+    path = repo.path_of(event['slug'])
     old_content = (repo.root / path).read_bytes()
     new_content = old_content.replace(b"Before crash", b"After crash")
     killed = KilledAfterRefUpdate(paths["content_dir"])
@@ -486,7 +488,7 @@ class KilledBeforeIndexUpdate(GitStore):
 
 def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make_app, paths, repo, factory):
     event = factory.event(title="Index lag")
-    path = f"events/{event['slug']}.md"
+    path = repo.path_of(event['slug'])
     new_content = (repo.root / path).read_bytes().replace(b"Index lag", b"Index caught up")
     killed = KilledBeforeIndexUpdate(paths["content_dir"])
     with pytest.raises(KeyboardInterrupt):
@@ -506,7 +508,7 @@ def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make
 def test_recovery_from_a_hand_written_journal(make_app, paths, repo, factory):
     event = factory.event(title="Journal one")
     doomed = factory.event(title="Journal two")
-    path, doomed_path = f"events/{event['slug']}.md", f"events/{doomed['slug']}.md"
+    path, doomed_path = repo.path_of(event['slug']), repo.path_of(doomed['slug'])
     old_head = repo.head()
     old_bytes = (repo.root / path).read_bytes()
     doomed_bytes = (repo.root / doomed_path).read_bytes()
@@ -534,7 +536,7 @@ def test_recovery_from_a_hand_written_journal(make_app, paths, repo, factory):
 
 def test_recovery_leaves_files_somebody_changed_since(make_app, paths, repo, factory):
     event = factory.event(title="Contested")
-    path = f"events/{event['slug']}.md"
+    path = repo.path_of(event['slug'])
     old_bytes = (repo.root / path).read_bytes()
     killed = KilledAfterRefUpdate(paths["content_dir"])
     with pytest.raises(KeyboardInterrupt):
@@ -550,7 +552,7 @@ def test_recovery_leaves_files_somebody_changed_since(make_app, paths, repo, fac
 
 def test_a_journal_whose_commit_never_landed_is_discarded(make_app, paths, repo, factory):
     event = factory.event(title="Untouched")
-    path = f"events/{event['slug']}.md"
+    path = repo.path_of(event['slug'])
     head = repo.head()
     content = (repo.root / path).read_bytes()
     # a commit object that exists but that the branch never pointed at (killed before update-ref)
@@ -578,7 +580,7 @@ def test_a_journal_whose_commit_never_landed_is_discarded(make_app, paths, repo,
 
 def test_a_garbled_journal_is_discarded(make_app, repo, factory):
     event = factory.event()
-    path = repo.root / "events" / f"{event['slug']}.md"
+    path = repo.root / repo.path_of(event['slug'])
     content = path.read_bytes()
     _journal(repo).write_text("{not json")
     make_app()

@@ -257,10 +257,9 @@ def cmd_new(options) -> int:
         raise ValueError(f"--slug {options.slug!r}: use lowercase letters, digits, '-' or '_'")
     # the API's slug rule (a Windows device name such as ``con`` gets a suffix)
     slug = text.slugify(options.slug or title) or resource.singular
-    path = records.path_for(resource, slug)
-    target = root / path
-    if target.exists() or (snapshot and snapshot.get_slug(resource, slug)):
-        raise ValueError(f"{target} exists already; choose another --slug")
+    holder = snapshot.get_slug(resource, slug) if snapshot else None
+    if holder is not None:
+        raise ValueError(f"{root / holder.path} exists already with the slug {slug!r}; choose another --slug")
     now = dates.fmt(dates.utc_now())
     # no id: the service gives the file one when it reads it (an id picked here could be handed
     # out by the API meanwhile)
@@ -291,6 +290,10 @@ def cmd_new(options) -> int:
                 raise ValueError(f"--repeat: {exc}") from None
     elif options.start or options.end or options.repeat:
         raise ValueError("--start, --end and --repeat are for events only")
+    path = records.path_for(resource, slug, data)   # an event goes to the folder of its month
+    target = root / path
+    if target.exists():
+        raise ValueError(f"{target} exists already; choose another --slug")
     content = records.dump(resource, data)
     record, problems = records.parse(path, content)
     if record is None or problems:  # never write a file validate would refuse

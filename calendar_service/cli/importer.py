@@ -134,15 +134,17 @@ class _Planner:
         self.slugs: dict[tuple, _Linked] = {}       # (resource name, ("slug", slug)) -> first with it
         self.events: list[tuple[int, dict, dict]] = []   # (index, data, refs)
         # paths in use: committed (even unreadable files) and anything in the working tree
+        # (file names in a resource's folder and its month folders, and the slugs records hold)
         self.taken_slugs: dict[str, set] = {resource.folder: set() for resource in RESOURCES.values()}
         for path in snapshot.files:
-            folder, _, name = path.partition("/")
+            folder = path.partition("/")[0]
             if folder in self.taken_slugs:
-                self.taken_slugs[folder].add(name.rsplit(".", 1)[0])
+                self.taken_slugs[folder].add(records.file_stem(path))
+        for resource in RESOURCES.values():
+            self.taken_slugs[resource.folder].update(record.slug for record in snapshot.all(resource))
         for folder, slugs in self.taken_slugs.items():
-            with_files = root / folder
-            if with_files.is_dir():
-                slugs.update(name.rsplit(".", 1)[0] for name in os.listdir(with_files))
+            for _, _, names in os.walk(root / folder):
+                slugs.update(records.file_stem(name) for name in names)
         # (resource name, global id) -> the record whose lineage holds it
         self.lineage: dict[tuple, Record] = {}
         for resource in (EVENTS, VENUES, ORGANIZERS):
@@ -334,7 +336,7 @@ class _Planner:
                result: ImportResult) -> None:
         """Dump a new record, or rewrite a matched one when its file changes (an editor's extra keys kept)."""
         if existing is None:
-            out[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+            out[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
             result.created[resource.name] += 1
             return
         extras = {k: v for k, v in existing.file_data().items() if k not in data}

@@ -157,24 +157,66 @@ def is_safe_slug(slug) -> bool:
     return isinstance(slug, str) and bool(_SLUG.match(slug))
 
 
-def path_for(resource: Resource, slug: str) -> str:
-    """Repository path of the file of ``slug``; refuses anything that is not a safe slug."""
+def file_stem(path: str) -> str:
+    """The file name of ``path`` without its folders and extension."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+# a month folder of a resource filed by month: events/2026/11/
+_MONTH_FOLDER = re.compile(r"(\d{4})/(0[1-9]|1[0-2])")
+_MONTH_OF_DATE = re.compile(r"(\d{4})-(0[1-9]|1[0-2])-")
+
+
+def folder_for(resource: Resource, data: dict | None = None) -> str:
+    """The folder the service puts a new file of ``resource`` in: the resource's folder, and for
+    a resource filed by month the year and month of ``data``'s date key (``events/2026/11``);
+    the resource's folder alone when that date is missing or unreadable."""
+    if resource.filed_by_month and data:
+        match = _MONTH_OF_DATE.match(str(data.get(resource.filed_by_month) or ""))
+        if match:
+            return f"{resource.folder}/{match[1]}/{match[2]}"
+    return resource.folder
+
+
+def path_for(resource: Resource, slug: str, data: dict | None = None, old_path: str | None = None) -> str:
+    """Repository path of the file of ``slug`` (with ``data``, in its month folder: see
+    ``folder_for``); refuses anything that is not a safe slug. A file now at ``old_path`` at the
+    top of its resource's folder (the older layout) stays at the top: editors' files are not
+    moved; one in a month folder follows its date to another month's folder."""
     if not is_safe_slug(slug):
         raise ValueError(f"unsafe slug {slug!r}")
-    return f"{resource.folder}/{slug}{resource.extension}"
+    if old_path is not None and old_path.rsplit("/", 1)[0] == resource.folder:
+        data = None
+    return f"{folder_for(resource, data)}/{slug}{resource.extension}"
 
 
 def resource_of_path(path: str) -> Resource | None:
-    """The resource whose folder holds ``path`` with the right extension, or None."""
+    """The resource whose folder holds ``path`` with the right extension, or None. Files are
+    read at the top of their resource's folder and, for a resource filed by month, in its
+    ``YYYY/MM/`` folders (both layouts are read: older repositories keep every file at the top)."""
     folder, _, name = path.partition("/")
     resource = RESOURCES.get(folder)
-    if resource is None or "/" in name:
+    if resource is None:
         return None
+    if "/" in name:
+        where, _, name = name.rpartition("/")
+        if not resource.filed_by_month or not _MONTH_FOLDER.fullmatch(where):
+            return None
     if resource.kind == "post" and resource.body_key and name.endswith((".md", ".html")):
         return resource
     if name.endswith((".yaml", ".yml")) and not resource.body_key:
         return resource
     return None
+
+
+def misfiled(resource: Resource, path: str, data: dict) -> str | None:
+    """The month folder ``path`` should be in when it is in another one (a file an editor moved,
+    or whose date changed by hand); None when it is where the layout puts it or at the top."""
+    where = path.rsplit("/", 1)[0]
+    if not resource.filed_by_month or where == resource.folder:
+        return None
+    wanted = folder_for(resource, data)
+    return wanted if wanted != where and wanted != resource.folder else None
 
 
 # keys read from files besides the declared ones
@@ -238,7 +280,7 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     problems += _unknown_keys(resource, meta, path, text)
     if body is not None:
         data[resource.body_key] = body
-    stem = path.rsplit("/", 1)[1].rsplit(".", 1)[0]
+    stem = file_stem(path)
     if "slug" not in data or data["slug"] in (None, ""):
         data["slug"] = stem
     elif data["slug"] != stem:
@@ -261,6 +303,10 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
             problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+        wanted = misfiled(resource, path, data) if data.get("start_date") else None
+        if wanted:
+            problems.append(Problem(path, _line_of(text, "start_date"), f"starts in another month than its "
+                                    f"folder says: new files of that month go to {wanted}/", "warning"))
         if not any(p.severity == "error" for p in problems):
             split = _split_front_matter(text)
             problems += [Problem(path, line, message) for line, message in series_file.problems(

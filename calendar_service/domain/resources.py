@@ -31,6 +31,9 @@ class Resource:
     permalink: str = ""            # public page path template under the site URL
     # file keys that are no create argument (the service sets them, or the API does not take them)
     server_keys: tuple[str, ...] = ("id",)
+    # the date key whose year and month name the subfolders new files go to (events/2026/11/):
+    # a commit then rewrites a few small trees, not one folder of every event
+    filed_by_month: str | None = None
 
     @property
     def id_space(self) -> str:
@@ -105,6 +108,7 @@ EVENTS = Resource(
     server_keys=("id", "modified_utc", "currency_symbol", "currency_position", "currency_code", "post_parent",
                  "password", "custom_fields", "exceptions"),
     permalink="/event/{slug}/",
+    filed_by_month="start_date",
 )
 
 VENUES = Resource(

@@ -54,11 +54,10 @@ def plan(snapshot: Snapshot, raw: dict[str, bytes]) -> tuple[dict[str, bytes], l
     planned: dict[str, set] = {}
     for record, holder in snapshot.reslugged:
         used = planned.setdefault(record.resource.name, set())
-        stem = record.path.rsplit("/", 1)[1].rsplit(".", 1)[0]
+        stem = records.file_stem(record.path)
         new_slug = text.unique_slug(stem if records.is_safe_slug(stem) else record.resource.singular,
                                     lambda slug: slug in used or snapshot.get_slug(record.resource, slug) is not None
-                                    or records.path_for(record.resource, slug) in snapshot.files
-                                    and records.path_for(record.resource, slug) != record.path)
+                                    or _beside(record, slug) in snapshot.files and _beside(record, slug) != record.path)
         used.add(new_slug)
         content = records.with_key(record.resource, changes.get(record.path, raw[record.path]), "slug", new_slug)
         if _check(record, content, "slug", new_slug):
@@ -66,6 +65,11 @@ def plan(snapshot: Snapshot, raw: dict[str, bytes]) -> tuple[dict[str, bytes], l
             lines.append(f"{record.path}: had slug {record.slug!r}, which {holder.path} holds since before; "
                          f"now slug {new_slug!r}")
     return changes, lines
+
+
+def _beside(record, slug: str) -> str:
+    """The path a file named ``slug`` would have in the folder of ``record``'s file."""
+    return f"{record.path.rsplit('/', 1)[0]}/{slug}{record.resource.extension}"
 
 
 def _check(record, content: bytes, key: str, value) -> bool:

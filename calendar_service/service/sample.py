@@ -115,7 +115,7 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
     post_ids: dict[tuple[str, str], int] = {}
 
     def add(resource, data):
-        files[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+        files[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
 
     for resource, items in ((CATEGORIES, CATEGORIES_DATA), (TAGS, TAGS_DATA)):
         for item in items:

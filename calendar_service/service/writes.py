@@ -136,11 +136,6 @@ def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
     raise errors.invalid_params(reasons)
 
 
-def _stem(path: str) -> str:
-    """The file name of ``path`` without its folder and extension."""
-    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-
-
 @dataclass
 class WritePlan:
     """The files one write changes, the ids it hands out, and what its commit message says."""
@@ -158,7 +153,8 @@ class WritePlan:
         taken.add(candidate)
         return candidate
 
-    def unique_slug(self, resource: Resource, wanted: str, record_id: int) -> str:
+    def unique_slug(self, resource: Resource, wanted: str, record_id: int, data: dict | None = None,
+                    old_path: str | None = None) -> str:
         """``wanted``, or ``wanted-2``, ``-3``...: the first slug no other record holds or this write plans."""
         used = self.slugs.setdefault(resource.name, set())
         own = self.snapshot.get(resource, record_id)
@@ -167,7 +163,7 @@ class WritePlan:
             # a path in the tree is never written over unless it is this record's own file,
             # even when the service cannot read it (an editor's file with a YAML error)
             other = self.snapshot.get_slug(resource, slug)
-            path = records.path_for(resource, slug) if records.is_safe_slug(slug) else None
+            path = records.path_for(resource, slug, data, old_path) if records.is_safe_slug(slug) else None
             occupied = path in self.snapshot.files and (own is None or own.path != path)
             return slug in used or occupied or (other is not None and other.id != record_id)
 
@@ -206,14 +202,14 @@ class WritePlan:
         data.update(self.slug_refs(resource, data))
         old = self.snapshot.files.get(old_path) if old_path else None
         old_record = old[1] if old else None
-        if old_record is not None and _stem(old_path) != old_record.slug:
+        if old_record is not None and records.file_stem(old_path) != old_record.slug:
             path = old_path  # renamed by hand: the file name is the editor's
         else:
-            path = records.path_for(resource, data["slug"])
+            path = records.path_for(resource, data["slug"], data, old_path)
         if path != old_path and path in self.snapshot.files:
             # another file is there (one the service may not even read): never write over it
-            data["slug"] = self.unique_slug(resource, data["slug"], data["id"])
-            path = records.path_for(resource, data["slug"])
+            data["slug"] = self.unique_slug(resource, data["slug"], data["id"], data, old_path)
+            path = records.path_for(resource, data["slug"], data, old_path)
         content = records.dump(resource, data)
         _check_reads_back(resource, path, content)
         self.records[(resource.name, data["id"])] = data

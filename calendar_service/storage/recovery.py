@@ -184,14 +184,14 @@ class Recovery:
     def remove_temporary_files(self) -> None:
         """Delete the temporary files a killed write leaves (next to record files, and the journal's)."""
         for folder in CONTENT_FOLDERS:
-            try:   # one listing of names (a glob matched every name in Python)
-                leftovers = [name for name in os.listdir(self.root / folder) if name.startswith(WORKTREE_TEMP_PREFIX)]
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for name in leftovers:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.root / folder / name).unlink()
-                    log.warning("removed %s/%s, left by a killed write", folder, name)
+            # one listing of names per folder, month folders included (a glob matched every name in Python)
+            for where, _, names in os.walk(self.root / folder):
+                for name in names:
+                    if name.startswith(WORKTREE_TEMP_PREFIX):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(os.path.join(where, name))
+                            log.warning("removed %s, left by a killed write",
+                                        os.path.relpath(os.path.join(where, name), self.root))
         with contextlib.suppress(FileNotFoundError):
             self.journal.temporary.unlink()
 

@@ -203,6 +203,10 @@ class Writer:
             if content is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
+                with contextlib.suppress(OSError):   # a month folder left empty goes too (not empty: kept)
+                    while target.parent.parent != self.root:
+                        target = target.parent
+                        target.rmdir()
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(target, content, RECORD_FILE_MODE, WORKTREE_TEMP_PREFIX)
