@@ -375,7 +375,8 @@ class ServePhase:
         """The floor of a write: git add + git commit of one event file (modified) in this repository."""
         say(f"{self.size}: floor: git add + git commit of one file in this repository")
         content = self.work / "content"
-        paths = [p.relative_to(content).as_posix() for p in sorted((content / "events").iterdir())[:self.repeat + 10]]
+        # event files in any layout (month folders or the top of events/)
+        paths = [p.relative_to(content).as_posix() for p in sorted((content / "events").rglob("*.md"))[:self.repeat + 10]]
         samples = []
         started = time.perf_counter()
         for k in range(self.repeat + WARMUP):
