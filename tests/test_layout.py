@@ -9,6 +9,7 @@ from calendar_service.cli.commands import main as cli_main
 from calendar_service.domain import records
 from calendar_service.domain.resources import EVENTS, VENUES
 
+from test_access_control import _cli
 from test_follow_git import event_file
 
 
@@ -83,3 +84,28 @@ def test_new_writes_into_the_month_folder_and_refuses_a_taken_slug(app, repo, ca
     assert cli_main(["new", "event", "--title", "Blues", "--start", "2030-08-01 20:00", "--end", "2030-08-01 22:00",
                      "--dir", str(repo.root)]) == 0
     assert (repo.root / "events/2030/08/blues.md").exists()
+
+
+def test_file_by_month_moves_the_older_layout_in_one_commit_and_keeps_every_byte(paths, app, admin, anon, repo):
+    hand = event_file(60, "Hand written", extra="featured: true\n# an editor's comment\n")
+    repo.commit_files({"events/hand.md": hand, "events/second.html": event_file(61, "Second").replace(
+                       "2030-05-01", "2030-06-01"), "events/2030/05/hand-2.md": event_file(62, "Filed already"),
+                       "events/unreadable.md": "---\ntitle: [\n---\n"})
+    assert anon.get("/events/60").status_code == 200
+    refused = _cli(paths, "file-by-month", "--user", "author", "--yes")
+    assert refused.returncode == 2 and "may not move every file" in refused.stderr
+    before = repo.count()
+    done = _cli(paths, "file-by-month", "--user", "editor", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "moved 2 event file(s)" in done.stdout
+    assert repo.count() == before + 1 and repo.last_author() == "Editor <editor@example.org>"
+    assert repo.files() == ["events/2030/05/hand-2.md", "events/2030/05/hand.md", "events/2030/06/second.html",
+                            "events/unreadable.md"]   # names kept; a file the service cannot read stays
+    assert (repo.root / "events/2030/05/hand.md").read_text() == hand and repo.status() == ""
+    assert anon.get("/events/60").get_json()["title"] == "Hand written"
+    assert [r["commit"] for r in admin.get("/events/60/revisions").get_json()["revisions"]][0] == repo.head()
+    # nothing left to move: no commit
+    again = _cli(paths, "file-by-month", "--user", "editor", "--yes")
+    assert again.returncode == 0 and "nothing committed" in again.stdout and repo.count() == before + 1
+    declined = _cli(paths, "file-by-month", "--user", "editor", input_text="n\n")
+    assert declined.returncode == 1 and "nothing moved" in declined.stdout

@@ -29,6 +29,7 @@ from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_M
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import reference_problems
 from calendar_service.service import errors as service_errors
+from calendar_service.service import layout
 from calendar_service.service.build import NoRepository, build_service
 from calendar_service.service.calendar import CalendarService
 from calendar_service.service.errors import ServiceError
@@ -132,26 +133,51 @@ def cmd_trash(options) -> int:
         if options.action == "list" or not records:
             print(f"{len(records)} record(s) in the trash")
             return 0
-        user = service.accounts.get(options.user)
-        if user is None:
-            print(f"error: no account {options.user!r}", file=sys.stderr)
-            return FAILED
-        if not options.yes:
-            answer = input(f"Delete these {len(records)} record(s) for good (git history keeps them)? [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                print("nothing deleted")
-                return DECLINED
-        try:
-            removed = service.empty_trash(records, user)
-        except ServiceError as exc:
-            print(f"error: {exc.message}" if exc.kind != service_errors.FORBIDDEN else
-                  f"error: {user.login} ({user.role}) may not empty the trash; editors and administrators may",
-                  file=sys.stderr)
-            return FAILED
-        print(f"deleted {removed} record(s) for good in one commit by {user.login}")
-        return 0
+        return _write_as(service, options, f"Delete these {len(records)} record(s) for good (git history keeps "
+                         "them)?", "nothing deleted", "empty the trash",
+                         lambda user: f"deleted {service.empty_trash(records, user)} record(s) for good in one "
+                         f"commit by {user.login}")
     finally:
         service.close()
+
+
+def cmd_file_by_month(options) -> int:
+    """Move the event files at the top of events/ into their month folders in one commit by ``--user``."""
+    service = _service(Settings.from_env())
+    if service is None:
+        return NO_REPOSITORY
+    def move(user) -> str:
+        moved = layout.file_by_month(service, user)
+        return (f"moved {len(moved)} event file(s) into their month folders in one commit by {user.login}" if moved
+                else "no event file at the top of events/ to move: nothing committed")
+
+    try:
+        return _write_as(service, options, "Move every event file at the top of events/ into events/YYYY/MM/, in "
+                         "one commit?", "nothing moved", "move every file", move)
+    finally:
+        service.close()
+
+
+def _write_as(service: CalendarService, options, question: str, declined: str, what: str, write) -> int:
+    """Run ``write(user)`` (it returns what it did, to print) as the account ``--user``, after asking
+    ``question`` unless ``--yes``; print the outcome and return the exit status."""
+    user = service.accounts.get(options.user)
+    if user is None:
+        print(f"error: no account {options.user!r}", file=sys.stderr)
+        return FAILED
+    if not options.yes:
+        answer = input(f"{question} [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print(declined)
+            return DECLINED
+    try:
+        done = write(user)
+    except ServiceError as exc:
+        print(f"error: {exc.message}" if exc.kind != service_errors.FORBIDDEN else
+              f"error: {user.login} ({user.role}) may not {what}; editors and administrators may", file=sys.stderr)
+        return FAILED
+    print(done)
+    return 0
 
 
 def _content_dir(value) -> Path:
@@ -400,6 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "is authored by")
             action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     trash.set_defaults(func=cmd_trash)
+
+    filing = commands.add_parser("file-by-month", help="move the event files at the top of events/ into "
+                                                        "events/YYYY/MM/ in one commit")
+    filing.add_argument("--user", required=True, help="the account (editor or administrator) the commit is authored by")
+    filing.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    filing.set_defaults(func=cmd_file_by_month)
 
     validate = commands.add_parser("validate", help="check the content files as the service reads them")
     validate.add_argument("content_dir", nargs="?", help="default: CALENDAR_CONTENT_DIR")

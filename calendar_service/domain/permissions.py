@@ -154,6 +154,12 @@ def scale_status(requested: str | None, user: User | None, current: str | None =
     return requested
 
 
+def can_move_every_file(user: User | None) -> bool:
+    """Moving every event file to its month folder (a commit touching others' posts) needs the
+    rights of an editor."""
+    return user is not None and user.can("edit_others_posts")
+
+
 def can_empty_trash(user: User | None) -> bool:
     """Deleting trashed records for good needs the rights of an editor (deleting others' posts)."""
     return user is not None and user.can("delete_others_posts")

@@ -221,17 +221,18 @@ class CalendarService:
         return trash.trashed(self.snapshot(), resources, older_than_days)
 
     def empty_trash(self, records: list[Record], user: User) -> int:
-        """Delete the files of trashed ``records`` for good, in one commit authored by ``user``.
-
-        Only records still in the trash at the branch head are removed (one restored
-        meanwhile is kept). Events whose ``post_parent`` names a removed event lose that
-        link. Returns how many records were removed; git history keeps every one of them.
-        """
-        if not permissions.can_empty_trash(user):
-            raise errors.forbidden(True)
+        """Delete the files of trashed ``records`` for good in one commit by ``user`` (see
+        ``trash.emptying``); returns how many were removed (git history keeps them)."""
         removed: list[Record] = []
-        self._write(trash.emptying(records, removed), user, via="the command line")
+        self.command_write(trash.emptying(records, removed), user, permissions.can_empty_trash)
         return len(removed)
+
+    def command_write(self, build, user: User, allowed) -> None:
+        """A write of the command line: ``build`` (see ``writes.Writer``) committed by ``user``
+        when ``allowed(user)``, else a forbidden error and nothing written."""
+        if not allowed(user):
+            raise errors.forbidden(True)
+        self._write(build, user, via="the command line")
 
     def _write(self, build, user: User, precondition=None, via: str = "the calendar API") -> Record | None:
         """Run ``build`` against the branch head under the write lock and commit what it planned.
