@@ -109,3 +109,14 @@ def test_file_by_month_moves_the_older_layout_in_one_commit_and_keeps_every_byte
     assert again.returncode == 0 and "nothing committed" in again.stdout and repo.count() == before + 1
     declined = _cli(paths, "file-by-month", "--user", "editor", input_text="n\n")
     assert declined.returncode == 1 and "nothing moved" in declined.stdout
+
+
+def test_file_by_month_leaves_a_file_whose_place_is_taken_and_says_so(paths, app, repo):
+    repo.commit_files({"events/clash.md": event_file(70, "Clash"), "events/moves.md": event_file(71, "Moves"),
+                       "events/2030/05/clash.md": "---\ntitle: [\n---\n"})   # an editor's broken file is there
+    done = _cli(paths, "file-by-month", "--user", "administrator", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "moved 1 event file(s)" in done.stdout
+    assert repo.files() == ["events/2030/05/clash.md", "events/2030/05/moves.md", "events/clash.md"]
+    assert (repo.root / "events/2030/05/clash.md").read_text() == "---\ntitle: [\n---\n"
+    assert "events/clash.md stays: events/2030/05/clash.md exists" in repo.last_message()
