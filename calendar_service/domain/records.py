@@ -303,7 +303,7 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
             problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
-        wanted = misfiled(resource, path, data) if data.get("start_date") else None
+        wanted = misfiled(resource, path, data)
         if wanted:
             problems.append(Problem(path, _line_of(text, "start_date"), f"starts in another month than its "
                                     f"folder says: new files of that month go to {wanted}/", "warning"))

@@ -25,16 +25,18 @@ def filing(read_blobs: Callable[[list], dict], moved: list[tuple[Record, str]]):
     new path). A file whose new path is taken stays where it is (said in the commit message)."""
     def build(plan: WritePlan):
         moved.clear()
-        taken = []
+        taken, targets = [], set()
         for event in plan.snapshot.all(EVENTS):
             folder, _, name = event.path.rpartition("/")
+            if folder != EVENTS.folder:
+                continue   # filed already: its data is not even unpacked
             target = f"{records.folder_for(EVENTS, event.data)}/{name}"
-            if folder != EVENTS.folder or target == event.path:
-                continue
-            if target in plan.snapshot.files or target in plan.changes:
+            if target == event.path:
+                continue   # no readable start date: it stays at the top
+            if target in plan.snapshot.files or target in targets:
                 taken.append(f"{event.path} stays: {target} exists")
                 continue
-            plan.changes[target] = b""   # reserved; the content is read below
+            targets.add(target)
             moved.append((event, target))
         if not moved:
             return None
