@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from calendar_service.storage import gitindex
 from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import EVENTS, VENUES
 from calendar_service.storage.store import BranchMoved, GitStore, StoreError, blob_sha
@@ -486,10 +487,20 @@ class KilledBeforeIndexUpdate(GitStore):
         return super()._git(*args, **kwargs)
 
 
-def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make_app, paths, repo, factory):
+def _killed(*args, **kwargs):
+    raise KeyboardInterrupt("killed")
+
+
+@pytest.mark.parametrize("where", ["in process", "git update-index"])
+def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make_app, paths, repo, factory,
+                                                                            monkeypatch, where):
     event = factory.event(title="Index lag")
     path = repo.path_of(event['slug'])
     new_content = (repo.root / path).read_bytes().replace(b"Index lag", b"Index caught up")
+    if where == "in process":   # the split index's small file rewritten by the service itself
+        monkeypatch.setattr(gitindex, "record_files", _killed)
+    else:                       # git's index left to git (not split, or a file deleted)
+        monkeypatch.setattr(gitindex, "record_files", lambda *args: gitindex.GIT)
     killed = KilledBeforeIndexUpdate(paths["content_dir"])
     with pytest.raises(KeyboardInterrupt):
         with killed.write_lock():
@@ -499,6 +510,7 @@ def test_recovery_refreshes_the_index_of_a_write_killed_before_update_index(make
     # the commit step is complete (no journal): git's index is updated after the write lock is
     # released, so the killed process left the files new and their index entries old
     assert not _journal(repo).exists() and repo.status() != ""
+    monkeypatch.undo()
     make_app()  # the next start
     assert not _journal(repo).exists()
     assert (repo.root / path).read_bytes() == new_content

@@ -22,7 +22,7 @@ from typing import Callable
 from calendar_service.domain.paths import path_problem
 from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.gitcmd import ZERO
-from calendar_service.storage import refs
+from calendar_service.storage import gitindex, refs
 from calendar_service.storage.history import History
 from calendar_service.storage.objects import (BLOB_MODE, FILE_MODES, ObjectStore, blob_sha, fsync_folder, group,
                                               ident, write_atomically)
@@ -214,8 +214,9 @@ class Writer:
             self._unindexed.update(dict.fromkeys(changes))
 
     def settle(self) -> None:
-        """Record in git's index every working-tree file this process's writes changed so far:
-        one ``git update-index`` for a group of writes. Runs after the write lock is released
+        """Record in git's index every working-tree file this process's writes changed so far,
+        once for a group of writes: in process when git's index is split and the files exist
+        (``gitindex``), else by ``git update-index``. Runs after the write lock is released
         (the next writer goes on meanwhile); a thread whose files another thread's run took
         waits for that run. A process killed before it ran leaves index entries behind the
         branch, which ``Recovery.recover`` brings in line at the next start."""
@@ -226,9 +227,12 @@ class Writer:
                 return
             try:
                 with self._recovery.index_lock.held():
-                    # paths go through standard input: a write may touch more than a command line holds
-                    self._run("update-index", "-q", "--add", "--remove", "-z", "--stdin",
-                              input=b"".join(p.encode() + b"\0" for p in paths))
+                    done = gitindex.record_files(self.root / ".git", self.root, paths)
+                    if done != gitindex.RECORDED:
+                        # paths go through standard input: a write may touch more than a command line holds
+                        self._run(*(("-c", "splitIndex.maxPercentChange=0") if done == gitindex.RESHARE else ()),
+                                  "update-index", "-q", "--add", "--remove", "-z", "--stdin",
+                                  input=b"".join(p.encode() + b"\0" for p in paths))
             except StoreError as exc:
                 # The commits stand; only `git status` in the server's checkout is affected.
                 log.warning("could not refresh the git index after a write: %s", exc)
