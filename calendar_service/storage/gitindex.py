@@ -28,10 +28,11 @@ RECORDED = "recorded"
 GIT = "git"          # not handled here: let git do it
 RESHARE = "reshare"  # the small file is big: let git write a new shared index
 
-# entries of the small file past which git should fold them into a new shared index; git's
-# own bound is 20% of the shared entries (splitIndex.maxPercentChange), which at 100,000 files
-# would make the small file as slow to rewrite here as git's whole read
-SPLIT_LIMIT = 1000
+# entries of the small file past which git should fold them into a new shared index: each is
+# read and written again by every record (~4 us), and git writing a new shared index costs
+# ~100 ms at 100,000 files, once per SPLIT_LIMIT changed files. git's own bound is 20% of the
+# shared entries (splitIndex.maxPercentChange): 20,000 entries at 100,000 files.
+SPLIT_LIMIT = 250
 
 SIGNATURE = b"DIRC"
 HEADER_SIZE = 12
@@ -147,7 +148,12 @@ def _read_entries(data: bytes, version: int, count: int) -> tuple[list[bytes], d
     named: dict[bytes, bytes] = {}
     offset, previous = HEADER_SIZE, b""
     for _ in range(count):
-        flags = int.from_bytes(data[offset + FIXED_SIZE - 2:offset + FIXED_SIZE], "big")
+        flags = (data[offset + FIXED_SIZE - 2] << 8) | data[offset + FIXED_SIZE - 1]
+        if version == 4 and not flags and not named and data[offset + FIXED_SIZE:offset + FIXED_SIZE + 2] == b"\0\0":
+            # a replacement of a shared entry, as git writes them all first: nameless, nothing to decode
+            stripped.append(data[offset:offset + FIXED_SIZE + 2])
+            offset += FIXED_SIZE + 2
+            continue
         fixed_size = FIXED_SIZE + (2 if flags & EXTENDED_FLAG else 0)
         if flags & EXTENDED_FLAG and version < 3:
             raise Unsupported("extended flags")
