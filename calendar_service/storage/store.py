@@ -52,8 +52,6 @@ class GitStore:
         self.remote = remote                        # URL, path or remote name; "" = none
         self.remote_branch = remote_branch or branch
         self._thread_lock = threading.RLock()
-        self._writers = 0   # threads in ``write_lock`` (waiting for it, holding it or settling)
-        self._writers_lock = threading.Lock()
         self._gitcmd = Git(self.root)
         self._objects = ObjectStore(self.root)
         # collaborators run git through self._git and write files through self._sync_worktree,
@@ -216,20 +214,12 @@ class GitStore:
 
         On leaving, once the lock is released, git's index entries of the files written are
         updated (``Writer.settle``, once for the writes of several threads)."""
-        with self._writers_lock:
-            self._writers += 1
         try:
             self.git_dir.mkdir(parents=True, exist_ok=True)
             with FileLock(self.git_dir / "calendar-write.lock", self._thread_lock).held():
                 yield
         finally:
-            try:
-                with self._writers_lock:
-                    others = self._writers > 1
-                self._writer.settle(in_process=not others)
-            finally:
-                with self._writers_lock:
-                    self._writers -= 1
+            self._writer.settle()
 
     def commit(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
                expected_head: str | None, push: bool = False) -> str:

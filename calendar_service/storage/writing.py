@@ -213,12 +213,10 @@ class Writer:
         with self._unindexed_lock:
             self._unindexed.update(dict.fromkeys(changes))
 
-    def settle(self, in_process: bool = True) -> None:
+    def settle(self) -> None:
         """Record in git's index every working-tree file this process's writes changed so far,
         once for a group of writes: in process when git's index is split and the files exist
-        (``gitindex``, ~1 ms), else by ``git update-index``, which also does it when not
-        ``in_process`` (other writers are queued: git's ~10-30 ms then run on another core
-        while this process serves the next writer). Runs after the write lock is released
+        (``gitindex``, ~1 ms), else by ``git update-index``. Runs after the write lock is released
         (the next writer goes on meanwhile); a thread whose files another thread's run took
         waits for that run. A process killed before it ran leaves index entries behind the
         branch, which ``Recovery.recover`` brings in line at the next start."""
@@ -229,7 +227,7 @@ class Writer:
                 return
             try:
                 with self._recovery.index_lock.held():
-                    done = gitindex.record_files(self.root / ".git", self.root, paths) if in_process else gitindex.GIT
+                    done = gitindex.record_files(self.root / ".git", self.root, paths)
                     if done != gitindex.RECORDED:
                         # paths go through standard input: a write may touch more than a command line holds
                         self._run(*(("-c", "splitIndex.maxPercentChange=0") if done == gitindex.RESHARE else ()),
