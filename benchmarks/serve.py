@@ -17,8 +17,9 @@ EXTRA_PICKS = 1100      # events picked for single reads beyond one per request
 MAX_DEEP_PAGE = 40      # the deep-page row asks for this page, or the last one if there are fewer
 PROFILED_WRITES = 10    # update requests profiled with --profile (each one more commit)
 WRITERS = (1, 4)        # concurrent writers measured (threads, each its own client): writers_1, writers_4
-WRITER_SECONDS = 4.0    # each writers_N run lasts about this long (at most the row budget)
-WRITER_MIN_WRITES = 8   # ... and at least this many writes per writer
+WRITER_SECONDS = 4.0    # each writers_N run lasts about this long in all (at most the row budget)
+WRITER_SLICES = 4       # ... in this many slices, alternated between the writer counts
+WRITER_MIN_WRITES = 2   # ... and at least this many writes per writer and slice
 # above this size the scanning-fallback rows and the every-event feed are not measured: at
 # 1,000,000 events a scan takes seconds per request (seven per row) and the unpaged feed is
 # ~470,000 VEVENTs (~400 MB of body, minutes per request); neither has a goal there
@@ -336,40 +337,49 @@ class ServePhase:
         say(f"  {after['name']}: p50 {after['p50_ms']:.2f} ms, p95 {after['p95_ms']:.2f} ms (n={after['n']})")
 
     def concurrent_writers(self) -> None:
-        """writers_N: N threads, each with its own client, updating distinct events back to back
-        for about WRITER_SECONDS; writes/s over all of them (each write is a real commit)."""
+        """writers_N: N threads, each with its own client, updating distinct events back to back;
+        writes/s over all of them (each write is a real commit). The runs are cut into
+        WRITER_SLICES slices alternated between the writer counts (1, 4, 1, 4, ...): this
+        machine's speed moves within seconds, and one 4 s run each gave ratios from 0.6 to 1.8
+        for the same code; alternated, every count sees the same speeds."""
         app = self.client.application
         targets = [pick[0] for pick in self.picks]
         auth = self.runner.auth
+        say(f"{self.size}: 1 and 4 concurrent writers, {WRITER_SLICES} alternated slices each")
+        totals = {count: {"writes": 0, "seconds": 0.0, "failed": []} for count in WRITERS}
+        seconds = min(WRITER_SECONDS, self.budget) / WRITER_SLICES
+        for part in range(WRITER_SLICES):
+            for count in WRITERS:
+                done, failed = [0] * count, totals[count]["failed"]
+                start = time.perf_counter()
+
+                def writer(j: int) -> None:
+                    client, k = app.test_client(), 0
+                    while k < WRITER_MIN_WRITES or time.perf_counter() - start < seconds:
+                        target = targets[(j + (k * WRITER_SLICES + part) * count) % len(targets)]
+                        response = client.post(f"{API}/events/{target}", headers=auth,
+                                               json={"title": f"Writer {count}.{j} slice {part} round {k}"})
+                        if response.status_code == 200:
+                            done[j] += 1
+                        elif len(failed) < 3:
+                            failed.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
+                        k += 1
+
+                threads = [threading.Thread(target=writer, args=(j,)) for j in range(count)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                totals[count]["seconds"] += time.perf_counter() - start
+                totals[count]["writes"] += sum(done)
         for count in WRITERS:
-            say(f"{self.size}: {count} concurrent writer(s)")
-            done, failed = [0] * count, []
-            seconds = min(WRITER_SECONDS, self.budget)
-            start = time.perf_counter()
-
-            def writer(j: int) -> None:
-                client, k = app.test_client(), 0
-                while k < WRITER_MIN_WRITES or time.perf_counter() - start < seconds:
-                    target = targets[(j + k * count) % len(targets)]
-                    response = client.post(f"{API}/events/{target}", headers=auth,
-                                           json={"title": f"Writer {count}.{j} round {k}"})
-                    if response.status_code == 200:
-                        done[j] += 1
-                    elif len(failed) < 3:
-                        failed.append(f"{response.status_code}: {response.get_data(as_text=True)[:200]}")
-                    k += 1
-
-            threads = [threading.Thread(target=writer, args=(j,)) for j in range(count)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed = time.perf_counter() - start
-            row = {"writers": count, "writes": sum(done), "seconds": elapsed,
-                   "writes_per_s": sum(done) / elapsed, "errors": failed}
+            total = totals[count]
+            row = {"writers": count, "writes": total["writes"], "seconds": total["seconds"],
+                   "writes_per_s": total["writes"] / total["seconds"], "errors": total["failed"],
+                   "slices": WRITER_SLICES}
             self.result[f"writers_{count}"] = row
-            say(f"  writers_{count}: {row['writes_per_s']:.1f} writes/s ({row['writes']} writes in {elapsed:.1f} s)"
-                + (f"  ERRORS {failed}" if failed else ""))
+            say(f"  writers_{count}: {row['writes_per_s']:.1f} writes/s ({row['writes']} writes in {row['seconds']:.1f} s)"
+                + (f"  ERRORS {total['failed']}" if total["failed"] else ""))
 
     def git_floor(self) -> dict:
         """The floor of a write: git add + git commit of one event file (modified) in this repository."""
