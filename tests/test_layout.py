@@ -8,6 +8,8 @@ from __future__ import annotations
 from calendar_service.cli.commands import main as cli_main
 from calendar_service.domain import records
 from calendar_service.domain.resources import EVENTS, VENUES
+from calendar_service.storage.recovery import WORKTREE_TEMP_PREFIX
+from calendar_service.storage.writing import BULK_FILES
 
 from test_access_control import _cli
 from test_follow_git import event_file
@@ -120,3 +122,18 @@ def test_file_by_month_leaves_a_file_whose_place_is_taken_and_says_so(paths, app
     assert repo.files() == ["events/2030/05/clash.md", "events/2030/05/moves.md", "events/clash.md"]
     assert (repo.root / "events/2030/05/clash.md").read_text() == "---\ntitle: [\n---\n"
     assert "events/clash.md stays: events/2030/05/clash.md exists" in repo.last_message()
+
+
+def test_file_by_month_of_many_files_writes_each_whole_with_one_flush(paths, app, repo):
+    # past BULK_FILES files the working tree is written without an fsync per file, then flushed once
+    count = BULK_FILES + 16
+    files = {f"events/many-{n}.md": event_file(100 + n, f"Many {n}").replace("2030-05-01", f"2030-{n % 12 + 1:02d}-01")
+             for n in range(count)}
+    repo.commit_files(files)
+    done = _cli(paths, "file-by-month", "--user", "administrator", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert f"moved {count} event file(s)" in done.stdout
+    for n in range(count):
+        assert (repo.root / f"events/2030/{n % 12 + 1:02d}/many-{n}.md").read_text() == files[f"events/many-{n}.md"]
+    assert not [p for p in (repo.root / "events").rglob("*") if p.name.startswith(WORKTREE_TEMP_PREFIX)]
+    assert repo.status() == "" and not list((repo.root / "events").glob("many-*"))
