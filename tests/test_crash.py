@@ -11,6 +11,7 @@ is covered in test_store.py; here it is driven through a restart of a real serve
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import threading
@@ -120,7 +121,10 @@ def test_stale_git_lock_files_are_recovered_at_start(paths):
         lock.write_text("left by a killed git process\n")
         old = time.time() - 600
         os.utime(lock, (old, old))
-    # a killed write also leaves its temporary file next to the record files
+    # a write killed while writing its files leaves its journal and a temporary file next to the
+    # record files (here: killed before the file was renamed into place)
+    head = git(content, "rev-parse", "HEAD").strip()
+    (git_dir / "calendar-journal.json").write_text(json.dumps({"commit": head, "old": None, "paths": {}}))
     (content / "events" / ".tmp-killed").write_text("half a file")
     (paths["index_dir"] / "whoosh").mkdir(parents=True, exist_ok=True)
     (paths["index_dir"] / "whoosh" / "MAIN_WRITELOCK").touch()  # not held by anyone: the kernel released it
@@ -141,6 +145,22 @@ def test_stale_git_lock_files_are_recovered_at_start(paths):
         server.kill()
     fsck_full(content)
     assert git(content, "status", "--porcelain") == ""
+
+
+def test_a_file_named_like_a_temporary_one_is_left_alone_when_no_write_was_killed(paths):
+    """Only a killed write (its journal left behind) makes temporary files in the working tree:
+    without one, an editor's file that happens to start with ``.tmp-`` is not the service's."""
+    content = paths["content_dir"]
+    _prepare(paths)
+    (content / "events" / ".tmp-notes").write_text("an editor's notes")
+    server = Server(paths, "app")
+    try:
+        server.start()
+        status, body, _ = server.request("GET", "/events?start_date=2029-01-01&end_date=2031-01-01")
+        assert status == 200 and [e["title"] for e in body["events"]] == ["Seed"]
+    finally:
+        server.kill()
+    assert (content / "events" / ".tmp-notes").read_text() == "an editor's notes"
 
 
 def test_a_lock_file_held_by_a_live_process_is_left_alone_and_writes_fail_cleanly(paths):
