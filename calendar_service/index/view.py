@@ -23,8 +23,9 @@ import contextlib
 import math
 import struct
 import threading
+from collections import Counter
 from itertools import accumulate
-from operator import itemgetter
+from operator import itemgetter, sub
 
 from pyroaring import BitMap
 from whoosh.reading import TermNotFound
@@ -107,6 +108,17 @@ def posting_ids(reader, field: str, term: str) -> list[int]:
     return out
 
 
+def list_order_keys(starts: list, pubs: list, rids: list) -> list[int]:
+    """One integer per entry that sorts as (start, pub, id) does: each column shifted to start
+    at 0 and the three packed into one number (a sort of integers is about twice as fast as
+    one of tuples)."""
+    if not starts:
+        return []
+    low_start, low_pub, low_rid = min(starts), min(pubs), min(rids)
+    pub_span, rid_span = max(pubs) - low_pub + 1, max(rids) - low_rid + 1
+    return [((s - low_start) * pub_span + p - low_pub) * rid_span + r - low_rid for s, p, r in zip(starts, pubs, rids)]
+
+
 def duration_class(duration: int) -> int:
     """Events whose durations (seconds) lie within a factor of two share a class."""
     return duration.bit_length() if duration >= 0 else -(-duration).bit_length() - 1
@@ -128,54 +140,63 @@ class BaseView:
         if live:  # whoosh has no columns to read in an index without documents
             rid, start, end, pub = (read_column(reader, name) for name in COLUMNS)
         series_docs = set(posting_ids(reader, "flags", SERIES_FLAG)).intersection(live) if expand else set()
-        # (start, pub, served id, docnum, end, parent term, own document): one entry per event
-        # and per occurrence of a series
-        entries = [(start[d], pub[d], rid[d], d, end[d], None, None) for d in live if d not in series_docs]
+        # one entry per event and per occurrence of a series (whose end, parent term and own
+        # document are in ``occurrences``), as columns; each step a pass in C where it can be
+        docs = [d for d in live if d not in series_docs] if series_docs else live
+        starts, pubs, rids = (list(map(column.__getitem__, docs)) for column in (start, pub, rid))
+        docs = list(docs)
+        occurrences = {}
         for d in series_docs:
-            entries.extend((s, pub[d], served, d, e, parent, doc) for served, s, e, parent, doc in expand(rid[d]))
-        entries.sort(key=itemgetter(0, 1, 2))
-        self.size = len(entries)
-        self.rids = [x[2] for x in entries]
-        self.starts = [x[0] for x in entries]
-        self.ends = [x[4] for x in entries]
-        self.pubs = [x[1] for x in entries]
-        self.slot = {r: i for i, r in enumerate(self.rids)}        # served id -> position
+            for served, s, e, parent, doc in expand(rid[d]):
+                occurrences[served] = (e, parent, doc)
+                starts.append(s)
+                pubs.append(pub[d])
+                rids.append(served)
+                docs.append(d)
+        self.size = size = len(docs)
+        order = sorted(range(size), key=list_order_keys(starts, pubs, rids).__getitem__)
+        self.starts, self.pubs, self.rids, docs = (list(map(column.__getitem__, order))
+                                                   for column in (starts, pubs, rids, docs))
+        rids = self.rids
+        self.ends = list(map(end.__getitem__, docs))
+        self.slot = dict(zip(rids, range(size)))        # served id -> position
         # Whoosh docnum -> position; deleted documents (postings still name them) and series
         # (their occurrences are in ``members``) -> self.size
-        self._pos = [self.size] * reader.doc_count_all()
+        self._pos = [size] * reader.doc_count_all()
         self.members: dict[int, BitMap] = {}     # a series' docnum -> its occurrences matched as it is
         self.owned: dict[int, BitMap] = {}       # a series' id -> the positions of all its occurrences
         self.special: dict[int, ExtraDoc] = {}   # position -> document of an occurrence with its own fields
         self.parents: dict[str, BitMap] = {}     # parent term -> occurrences with it
-        for i, x in enumerate(entries):
-            d = x[3]
+        if not series_docs:
+            any(map(self._pos.__setitem__, docs, range(size)))   # (None each: runs to the end)
+        for i, d in enumerate(docs) if series_docs else ():
             if d not in series_docs:
                 self._pos[d] = i
                 continue
+            e, parent, doc = occurrences[rids[i]]
+            self.ends[i] = e
             self.owned.setdefault(rid[d], BitMap()).add(i)
-            if x[5] is not None:
-                self.parents.setdefault(x[5], BitMap()).add(i)
-            if x[6] is not None:
-                self.special[i] = ExtraDoc(x[6])
+            if parent is not None:
+                self.parents.setdefault(parent, BitMap()).add(i)
+            if doc is not None:
+                self.special[i] = ExtraDoc(doc)
             else:
                 self.members.setdefault(d, BitMap()).add(i)
         self._series_docs = BitMap(series_docs)
         self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
-        self.all = BitMap(range(self.size))
+        self.all = BitMap(range(size))
         # duration classes: (shortest, longest duration, positions), longest class last
-        durations = [e - s for s, e in zip(self.starts, self.ends)]
-        members: dict[int, list[int]] = {}
+        durations = list(map(sub, self.ends, self.starts))
         # a duration's class is its bit length (in C) unless it is negative (an end before its start)
-        classes = map(int.bit_length if min(durations, default=0) >= 0 else duration_class, durations)
-        for i, c in enumerate(classes):
-            found = members.get(c)
-            if found is None:
-                found = members[c] = []
-            found.append(i)
+        classes = list(map(int.bit_length if min(durations, default=0) >= 0 else duration_class, durations))
+        by_class = sorted(range(size), key=classes.__getitem__)   # positions grouped by class, each group in order
         self.classes = []
-        for c in sorted(members):
-            spread = [durations[i] for i in members[c]]
-            self.classes.append((min(spread), max(spread), BitMap(members[c])))
+        first = 0
+        for c, count in sorted(Counter(classes).items()):
+            members = by_class[first:first + count]
+            first += count
+            spread = list(map(durations.__getitem__, members))
+            self.classes.append((min(spread), max(spread), BitMap(members)))
         self._visible: dict = {}
         self._sets: dict[tuple[str, str], BitMap] = {}
         self._searches: dict[str, BitMap] = {}
