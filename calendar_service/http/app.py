@@ -23,7 +23,7 @@ from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NO
 from calendar_service.http.i18n import LanguageSegment
 from calendar_service.http.prefix import WpCompat
 from calendar_service.service.build import build_service
-from calendar_service.service.calendar import freeze_start_objects
+from calendar_service.service.calendar import starting
 from calendar_service.service.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False
 
-    service = build_service(settings)
-    # the service (its pull thread, its git processes) lives as long as the app, and no longer
-    app.extensions["calendar_close"] = weakref.finalize(app, service.close)
-    service.warm_up()
-    freeze_start_objects(len(service.catalog.current().files))
+    with starting() as loaded:
+        service = build_service(settings)
+        # the service (its pull thread, its git processes) lives as long as the app, and no longer
+        app.extensions["calendar_close"] = weakref.finalize(app, service.close)
+        service.warm_up()
+        loaded(len(service.catalog.current().files))
     app.extensions["calendar"] = service
     service.start_pulling()
     service.start_webhooks()
