@@ -367,6 +367,22 @@ def test_an_event_read_before_its_venue_was_protected_embeds_it_blanked_after(as
     assert full["json_ld"]["organizer"]["email"] == "hidden@example.org"
 
 
+def test_a_venue_protected_after_event_writes_is_blanked_for_a_caller_without_its_password(admin, anon, make, repo):
+    # whether any venue is protected is known per commit and carried over by writes that change
+    # no venue or organizer: a commit protecting one must be seen, else an answer built for a
+    # caller with the password would be kept and given to one without
+    venue = make("venues", address="1 Hidden Way", city="Nowhere")
+    event = make("events", venue=venue["id"])
+    assert "1 Hidden Way" in anon.get(f"/events/{event['id']}").get_data(as_text=True)
+    assert admin.post(f"/events/{event['id']}", json={"title": "Renamed"}).status_code == 200
+    assert "1 Hidden Way" in anon.get(f"/events/{event['id']}").get_data(as_text=True)
+    path = f"venues/{venue['slug']}.yaml"
+    repo.commit_file(path, (repo.root / path).read_text() + "password: venue-pass\n", "Protect the venue")
+    assert "1 Hidden Way" in anon.get(f"/events/{event['id']}?password=venue-pass").get_data(as_text=True)
+    assert "1 Hidden Way" not in anon.get(f"/events/{event['id']}").get_data(as_text=True)
+    assert "1 Hidden Way" not in anon.get("/events").get_data(as_text=True)
+
+
 # ----------------------------------------------------------------------------- CORS
 
 

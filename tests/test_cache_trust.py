@@ -210,3 +210,38 @@ def test_a_tampered_or_broken_cache_is_ignored_with_a_log_line(cached, make_app,
         assert answers == fresh, what
         assert any("records cache" in r.getMessage() for r in caplog.records), what
         assert not planted.exists(), what
+
+
+def test_a_protected_venue_stays_blanked_in_events_after_a_start_from_the_cache(cached, make_app, repo, paths):
+    """The cache keeps whether any venue or organizer is protected (a start would otherwise make
+    every one of their dicts to find out): a venue protected after the cache's commit, or
+    protected in the cache's own commit, is still blanked inside the events that name it."""
+    venue_path = next(path for path in cached["entries"]["files"] if path.startswith("venues/"))
+    repo.commit_file(venue_path, repo("show", f"HEAD:{venue_path}") + "password: venue-pass\n", "Protect the venue")
+
+    def venues_seen_by_anonymous(app) -> list:
+        # each event is read with the venue's password first: what is kept of an answer for one
+        # caller must not be given to another when a venue it embeds is protected
+        client, seen = app.test_client(), []
+        for rid in cached["ids"]:
+            unlocked = client.get(f"/calendar/events/v1/events/{rid}?password=venue-pass").get_json()
+            assert unlocked["venue"]["venue"], unlocked
+            r = client.get(f"/calendar/events/v1/events/{rid}")
+            assert r.status_code == 200, r.get_json()
+            seen.append(r.get_json()["venue"])
+        return seen
+
+    # the cache is of the commit before: caught up from there, the changed venue read again
+    seen = venues_seen_by_anonymous(make_app())
+    assert len(seen) == 3 and all(venue["venue"] == [] for venue in seen), seen
+    # a cache of this very commit (written by a start without one) says so itself
+    _wait_for_cache()
+    cached["cache"].unlink()
+    make_app()
+    _wait_for_cache()
+    assert pickle.loads(cached["cache"].read_bytes())["derived"]["protected_links"] is True
+    seen = venues_seen_by_anonymous(make_app())
+    assert len(seen) == 3 and all(venue["venue"] == [] for venue in seen), seen
+    # written while nothing was protected, the cache says no: then nothing is blanked
+    entries = cached["entries"]
+    assert entries["derived"]["protected_links"] is False

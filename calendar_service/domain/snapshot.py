@@ -263,6 +263,9 @@ class Snapshot:
             self.refs_index, self.published_refs = refs, published
         else:
             index_refs(groups.get(EVENTS, []), self.refs_index, self.published_refs)
+        protected = restored.get("protected_links") if restored is not None else None
+        if type(protected) is bool:   # else read from the venues and organizers when first asked
+            self.memo.put(_PROTECTED_LINKS, protected, 0)
         return True
 
     def derived(self) -> dict:
@@ -270,7 +273,9 @@ class Snapshot:
         with them (plain data: the events by term, each bitmap as its portable bytes), for ``restored``."""
         return {"refs": {pair: ids.serialize() for pair, ids in self.refs_index.items()},
                 "published": {pair: ids.serialize() for pair, ids in self.published_refs.items()},
-                "distinct": self.distinct}
+                "distinct": self.distinct,
+                # (a start would otherwise make the dict of every venue and organizer to find out)
+                "protected_links": self.any_protected_link()}
 
     def _in_order(self) -> list[Record]:
         """Every parsed record, by path; files that claim one id or slug are put in order of seniority
@@ -317,6 +322,9 @@ class Snapshot:
             self._add(record)
         self._copied = None
         self.distinct = True   # derived only from a snapshot without conflicts, and none added
+        protected = previous.memo.get(_PROTECTED_LINKS)   # read again when a venue or organizer changed
+        if protected is not None and not any(resource_of_path(p) in (VENUES, ORGANIZERS) for p in changed):
+            self.memo.put(_PROTECTED_LINKS, protected, 0)
         return True
 
     def _conflict(self, record: Record) -> str | None:
