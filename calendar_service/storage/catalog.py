@@ -18,6 +18,7 @@ import pickle
 import threading
 import time
 import zlib
+from operator import itemgetter
 from pathlib import Path
 
 from calendar_service.domain import records
@@ -247,8 +248,11 @@ def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
     the snapshot deserializes them and drops the maps whole if one does not read)."""
     if not all(type(value) is int for value in claims.values()):
         raise ValueError("a claimed id that is not an integer")
-    if not all(type(facts) is tuple and len(facts) == 4 and type(facts[0]) is int and type(facts[1]) is int
-               and type(facts[2]) is str and type(facts[3]) is bool for facts in dates.values()):
+    facts = list(dates.values())
+    # one pass in C per check (a generator over 100,000 entries took ~70 ms of a start)
+    if facts and not (set(map(type, facts)) == {tuple} and set(map(len, facts)) == {4}
+                      and all(set(map(type, map(itemgetter(i), facts))) == {kind}
+                              for i, kind in enumerate((int, int, str, bool)))):
         raise ValueError("file dates that are not (changed, added, e-mail, once)")
     for name in ("refs", "published"):
         maps = derived.get(name)
@@ -332,8 +336,8 @@ class Catalog:
         from it) neither parses, lists the tree, reads the history nor builds the maps again."""
         source = self._source
         source.choose_dictionary(snapshot)
-        files = {path: _cache_entry(blob, record, problems, source)
-                 for path, (blob, record, problems) in snapshot.files.items()}
+        # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
+        files = {path: _cache_entry(*snapshot.files[path], source) for path in sorted(snapshot.files)}
         # keyed by the same path objects as ``files`` (pickle then writes each path once)
         paths = {path: path for path in files}
         dates = {paths.get(path, path): tuple(facts) for path, facts in snapshot.file_dates.items()}
