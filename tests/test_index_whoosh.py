@@ -224,7 +224,12 @@ def test_a_rebuild_in_two_processes_reads_as_one_writer_s(tmp_path, monkeypatch)
 
     building.build(tmp_path / "fallback", make_schema(), docs, failing, open_rebuild_writer)
     got = _index_content(tmp_path / "fallback")
-    assert len(whoosh_index.open_dir(str(tmp_path / "fallback"))._segments()) == 1
+    fallback = whoosh_index.open_dir(str(tmp_path / "fallback"))
+    assert len(fallback._segments()) == 2   # this half's segment, then the failed child's half
+    # nothing but the table of contents, the two segments' files and Whoosh's lock file
+    kept = {name for segment in fallback._segments() for name in os.listdir(tmp_path / "fallback")
+            if name.startswith(segment.segment_id())}
+    assert set(os.listdir(tmp_path / "fallback")) - kept == {f"_MAIN_{fallback.latest_generation()}.toc", "MAIN_WRITELOCK"}
 
     def by_rid(content):   # each term's postings by the document's id (docnums differ: halves swapped)
         rid = content[("column", "rid")]

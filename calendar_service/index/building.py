@@ -3,8 +3,8 @@
 Every part of a full reindex (making an event's document, its postings, the segment) costs per
 event, and one Python process uses one core. On a machine with two cores or more, a forked
 child indexes the first half of the events into a segment of its own (in a scratch index beside
-the build) while this process indexes the second half; the child's segment file is then moved
-into the build and listed before this process's segment in one commit. A reader sees the same
+the build) while this process indexes the second half and writes its segment; the child's
+segment file is then moved into the build and listed before this process's segment in one commit. A reader sees the same
 documents with the same document numbers as one writer would give (the halves are in order),
 in two segments instead of one; later writes never merge segments this large.
 
@@ -82,6 +82,9 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
         started = time.monotonic()
         writer = open_writer(ix)
         _add(writer, records[half:], make, progress, every, len(records) / (len(records) - half))
+        # this half's segment is written while the child writes its own (one after the other,
+        # the two segment writes were a fifth of a reindex)
+        own = writer._finalize_segment()
         wait = max(MIN_WAIT_SECONDS, 3 * (time.monotonic() - started))
         segment = _receive(read_fd, wait)
     finally:
@@ -93,16 +96,25 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
             _, status = os.waitpid(pid, 0)
             if status:
                 segment = None
-    if segment is None:   # the child failed: its half is indexed here, after this process's
-        _add(writer, records[:half], make, None, every, 1.0)
-        writer.commit()
+    if segment is None:   # the child failed: its half is indexed here, in a segment after this process's
+        writer.cancel()   # (releases the index's lock; the finished segment's files stay)
+        rest = open_writer(ix)
+        _add(rest, records[:half], make, None, every, 1.0)
+        _commit_segments(rest, [own, rest._finalize_segment()])
     else:
         name = segment.segment_id()
         for path in scratch.iterdir():
             if path.name.startswith(name):
                 os.replace(path, build_dir / path.name)
-        writer.commit(mergetype=lambda _writer, segments: [*segments, segment])
+        _commit_segments(writer, [segment, own])
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _commit_segments(writer, segments: list) -> None:
+    """What Whoosh's ``commit`` does once the writer's own segment is finalized already: the
+    table of contents listing ``segments`` in that order, then the writer closed (its lock released)."""
+    writer._commit_toc(segments)
+    writer._finish()
 
 
 def _receive(fd: int, timeout: float):
