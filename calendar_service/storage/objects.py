@@ -28,7 +28,6 @@ FILE_MODES = (0o100644, 0o100755)
 LOOSE_OBJECT_MODE = 0o444     # git's own loose objects are read-only
 SHA_BYTES = 20                # a binary object id
 TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
-COMMIT_TREES_KEPT = 8         # root trees of the last commits this process wrote
 # zlib level of the objects in a pack: git's default for loose objects (core.looseCompression = 1). A
 # 100,000-entry folder's tree is ~5 MB: level 6 costs ~10x more time for ~10% fewer bytes.
 PACK_COMPRESSION = 1
@@ -233,10 +232,6 @@ class ObjectStore:
         self.root = Path(root)
         self._repo: git.Repo | None = None
         self._trees: dict[bytes, Tree] = {}
-        # commit id -> its root tree, for the commits this process wrote: the next write starts
-        # from the last one, which then needs no round trip to git's cat-file helper
-        self._commit_trees: dict[str, bytes] = {}
-        self._pack_dir: Path | None = None
         self._io = threading.RLock()
         self._pending: dict[bytes, tuple[bytes, bytes]] = {}   # objects of the commit being built
 
@@ -268,9 +263,7 @@ class ObjectStore:
 
     @property
     def pack_dir(self) -> Path:
-        if self._pack_dir is None:
-            self._pack_dir = Path(self._open().common_dir) / "objects" / "pack"
-        return self._pack_dir
+        return Path(self._open().common_dir) / "objects" / "pack"
 
     def flush(self) -> None:
         """Write the objects added since the last flush as one pack, flushed to disk: the pack,
@@ -295,11 +288,8 @@ class ObjectStore:
 
     def tree_of(self, commit: str) -> bytes:
         """The binary id of the root tree of ``commit``."""
-        tree = self._commit_trees.get(commit)
-        if tree is None:
-            data = self.read(bytes.fromhex(commit))
-            tree = bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
-        return tree
+        data = self.read(bytes.fromhex(commit))
+        return bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
 
     def _tree(self, tree_sha: bytes) -> Tree:
         """The parsed tree ``tree_sha`` (from the cache when recently used)."""
@@ -376,7 +366,4 @@ class ObjectStore:
         body = b"\n".join(header + idents) + b"\n\n" + message
         commit = self.store(b"commit", body).hex()
         self.flush()
-        if len(self._commit_trees) >= COMMIT_TREES_KEPT:
-            self._commit_trees.pop(next(iter(self._commit_trees)))
-        self._commit_trees[commit] = tree
         return commit
