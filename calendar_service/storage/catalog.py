@@ -143,31 +143,6 @@ def _entry(path, blob, packed, problems, rid, slug, facts, source) -> tuple:
     return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
 
 
-def _restore_files(cached_files: dict, dates: dict, source) -> dict:
-    """path -> (blob, record or None, problems) of every cached file: ``_entry`` of each, with
-    the common case (a record of a known folder, no problems) made inline: at 100,000 events
-    the per-entry calls were a quarter of a start's restore."""
-    files: dict = {}
-    resources: dict = {}
-    make = Record.packed
-    for path, (blob, packed, problems, _name, rid, slug) in cached_files.items():
-        resource = None
-        if type(path) is str and type(blob) is str and type(packed) is bytes and type(slug) is str \
-                and not problems and (rid is None or type(rid) is int):
-            folder = path[:path.find("/")]
-            resource = resources.get(folder)
-            if resource is None:
-                resource = resources[folder] = RESOURCES.get(folder)
-        if resource is None:   # anything else (and any shape check that fails) the long way
-            files[path] = _entry(path, blob, packed, problems, rid, slug, dates.get(path), source)
-            continue
-        # as ``_entry`` makes it: events are forgotten beyond RECENT_RECORDS, the rest held
-        files[path] = (blob, make(resource, path, blob, rid, slug, packed,
-                                  dates.get(path) if resource.kind == "post" else None, source, resource is not EVENTS),
-                       ())
-    return files
-
-
 def _cache_entry(blob: str, record: Record | None, problems, source: "CachedRecords") -> tuple:
     """What the cache keeps of one file (see ``_entry``)."""
     kept = tuple((p.path, p.line, p.message, p.severity) for p in problems)
@@ -364,7 +339,9 @@ class Catalog:
             return None
         try:
             _check_maps(claims, derived, dates)
-            files = _restore_files(cached["files"], dates, self._source)
+            source = self._source
+            files = {path: _entry(path, blob, packed, problems, rid, slug, dates.get(path), source)
+                     for path, (blob, packed, problems, _name, rid, slug) in cached["files"].items()}
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             log.warning("ignoring the records cache %s (%s: %s)", self.cache_file, type(exc).__name__, exc)
