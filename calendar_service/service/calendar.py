@@ -83,6 +83,15 @@ def freeze_start_objects(files: int) -> None:
         gc.freeze()
 
 
+def commit_message(subject: str, notes: list[str], via: str, user: User) -> str:
+    """A write's commit message: the subject, its notes, and who wrote it through what. Subjects
+    and notes quote titles: one printable line each."""
+    message = text.one_line(subject)
+    if notes:
+        message += "\n\n" + "\n".join(text.one_line(note) for note in notes)
+    return message + f"\n\nVia {via} by {user.login} (user {user.id})."
+
+
 class CalendarService:
     """Reads and writes records for the HTTP layer (and the command line)."""
 
@@ -121,9 +130,10 @@ class CalendarService:
         return self.ids.assign()
 
     @contextlib.contextmanager
-    def _write_lock(self):
-        """The store's write lock, marking this thread as writing (``snapshot`` then never writes)."""
-        with self.store.write_lock():
+    def _write_lock(self, grouped: bool = False):
+        """The store's write lock (see ``GitStore.write_lock`` for ``grouped``), marking this
+        thread as writing (``snapshot`` then never writes)."""
+        with self.store.write_lock(grouped):
             self._writing.on = True
             try:
                 yield
@@ -268,60 +278,59 @@ class CalendarService:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(random.uniform(0, min(RETRY_BACKOFF_MAX, RETRY_BACKOFF * 2 ** (attempt - 1))))
-            with self._write_lock():
-                if refresh:  # the remote head fetched before the wait is likely stale by now
-                    self._pull_locked("The write was not applied.")
-                    refresh = False
-                snapshot = self.catalog.current()
-                if precondition is not None:
-                    try:
-                        precondition(snapshot)
-                    except errors.ServiceError as exc:
-                        if exc.kind != errors.PRECONDITION_FAILED or pulled_for_precondition:
-                            raise
-                        pulled_for_precondition = True
+            push = self.sync.push_writes
+            try:
+                # not pushing: a group commit (``storage.grouping``), on the branch once the lock is left
+                with self._write_lock(grouped=not push):
+                    if refresh:  # the remote head fetched before the wait is likely stale by now
                         self._pull_locked("The write was not applied.")
-                        snapshot = self.catalog.current()
-                        precondition(snapshot)
-                plan = WritePlan(snapshot)
-                outcome = build(plan)
-                if outcome is None:
-                    return None
-                message, target = outcome
-                message = text.one_line(message)  # subjects and notes quote titles: one printable line each
-                if not plan.changes:  # nothing to change: no (empty) commit
-                    return None if target is None else snapshot.get(*target)
-                if plan.notes:
-                    message += "\n\n" + "\n".join(text.one_line(note) for note in plan.notes)
-                message += f"\n\nVia {via} by {user.login} (user {user.id})."
-                push = self.sync.push_writes
-                if self.sync.has_remote and not push and snapshot.commit is None:
-                    # never start a history of our own beside a remote we could not follow yet
-                    raise errors.remote_unavailable("The git remote holds a refused commit and this service has "
-                                                    "no content yet. The write was not applied. Try again later.")
-                try:
-                    self.store.commit(plan.changes, message, author, snapshot.commit, push=push)
-                except BranchMoved:
-                    log.info("branch moved during a write; retrying (%d)", attempt + 1)
-                    continue
-                except PushRejected as exc:
-                    clash = self.sync.catch_up(snapshot.commit, plan.changes)
-                    if clash and precondition is not None:
-                        precondition(self.catalog.current())  # a stale If-Match is a 412, as on any replica
-                    if clash:
-                        raise self.sync.conflict(clash, exc.commit)
-                    log.info("the remote moved during a write; recomputing it on the remote head (%d)", attempt + 1)
-                    refresh = True
-                    continue
-                except RemoteError as exc:
-                    raise self.sync.failure(exc, "The write was not applied.") from None
-                except StoreError as exc:
-                    raise errors.conflict(str(exc)) from None
-                self.webhooks.nudge()
-                if target is None:
-                    return None
-                resource, record_id = target
-                return self.catalog.current().get(resource, record_id)
+                        refresh = False
+                    snapshot = self.catalog.at(self.store.write_base())
+                    if precondition is not None:
+                        try:
+                            precondition(snapshot)
+                        except errors.ServiceError as exc:
+                            if exc.kind != errors.PRECONDITION_FAILED or pulled_for_precondition:
+                                raise
+                            pulled_for_precondition = True
+                            self._pull_locked("The write was not applied.")
+                            snapshot = self.catalog.at(self.store.write_base())
+                            precondition(snapshot)
+                    plan = WritePlan(snapshot)
+                    outcome = build(plan)
+                    if outcome is None:
+                        return None
+                    message, target = outcome
+                    if not plan.changes:  # nothing to change: no (empty) commit
+                        return None if target is None else snapshot.get(*target)
+                    message = commit_message(message, plan.notes, via, user)
+                    if self.sync.has_remote and not push and snapshot.commit is None:
+                        # never start a history of our own beside a remote we could not follow yet
+                        raise errors.remote_unavailable("The git remote holds a refused commit and this service "
+                                                        "has no content yet. The write was not applied. Try again "
+                                                        "later.")
+                    try:
+                        commit = self.store.commit(plan.changes, message, author, snapshot.commit, push=push)
+                    except PushRejected as exc:
+                        clash = self.sync.catch_up(snapshot.commit, plan.changes)
+                        if clash and precondition is not None:
+                            precondition(self.catalog.current())  # a stale If-Match is a 412, as on any replica
+                        if clash:
+                            raise self.sync.conflict(clash, exc.commit)
+                        log.info("the remote moved during a write; recomputing it on the remote head (%d)",
+                                 attempt + 1)
+                        refresh = True
+                        continue
+                    except RemoteError as exc:
+                        raise self.sync.failure(exc, "The write was not applied.") from None
+                    written = self.catalog.after_write(snapshot, commit)
+            except BranchMoved:  # before the commit, or before its group was on the branch: nothing is there
+                log.info("branch moved during a write; retrying (%d)", attempt + 1)
+                continue
+            except StoreError as exc:
+                raise errors.conflict(str(exc)) from None
+            self.webhooks.nudge()
+            return None if target is None else written.get(*target)
         raise errors.conflict("the content repository kept changing; the write was not applied, try again")
 
     def _pull_locked(self, outcome: str) -> None:

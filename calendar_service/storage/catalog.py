@@ -26,6 +26,7 @@ from calendar_service.domain.layered import Layered
 from calendar_service.domain.records import Problem, Record
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.grouping import GROUP_LIMIT
 from calendar_service.storage.history import FileDates
 from calendar_service.storage.objects import blob_sha
 from calendar_service.storage.store import GitStore, StoreError
@@ -43,6 +44,7 @@ CACHE_REFRESH_HEADS = 100
 CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
+WRITTEN_SNAPSHOTS = GROUP_LIMIT + 1   # snapshots of commits written here, not yet on the branch
 # the modules that decide what the cache holds (a parsed record; the snapshot's maps kept with
 # the records): a cache written by other code is ignored
 CACHED_MODULES = ("record.py", "records.py", "resources.py", "dates.py", "snapshot.py")
@@ -274,6 +276,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._snapshot = Snapshot(None, {})
         self._past: dict[str, Snapshot] = {}
+        self._written: dict[str, Snapshot] = {}   # see ``after_write``; oldest first
         self._heads_since_cache = 0   # heads this catalog advanced to since the cache was read or written
         self._cache_refreshed = time.monotonic()   # when the cache was last written (or this catalog made)
         self._cache_writing = threading.Lock()   # one background write of the cache at a time
@@ -364,12 +367,36 @@ class Catalog:
         with self._lock:
             if self._snapshot.commit != head:
                 starting = self._snapshot.commit is None   # a start reads or writes the cache itself
-                self._snapshot = self._advance(self._snapshot, head)
+                written = None if starting else self._take_written(head)
+                self._snapshot = written if written is not None else self._advance(self._snapshot, head)
                 self._heads_since_cache = 0 if starting else self._heads_since_cache + 1
                 if (self._heads_since_cache >= CACHE_REFRESH_HEADS
                         and time.monotonic() - self._cache_refreshed >= CACHE_REFRESH_SECONDS):
                     self._write_cache_later(self._snapshot)
             return self._snapshot
+
+    def after_write(self, parent: Snapshot, commit: str) -> Snapshot:
+        """The snapshot of ``commit``, just written here on ``parent``'s commit, derived from ``parent``;
+        kept for ``current`` (once the branch is there) and ``at``: in a group commit
+        (``storage.grouping``) writers build on commits not yet on the branch."""
+        if commit == self._snapshot.commit:   # a reader got there first (the branch moved already)
+            return self._snapshot
+        snapshot = self._advance(parent, commit)
+        with self._lock:
+            while len(self._written) >= WRITTEN_SNAPSHOTS:
+                self._written.pop(next(iter(self._written)))
+            self._written[commit] = snapshot
+        return snapshot
+
+    def _take_written(self, head: str) -> Snapshot | None:
+        """The snapshot ``after_write`` kept of ``head``, now the branch head, dropping those
+        written before it (its ancestors, or commits of a group that was dropped). Holds _lock."""
+        while head in self._written:
+            commit = next(iter(self._written))
+            snapshot = self._written.pop(commit)
+            if commit == head:
+                return snapshot
+        return None
 
     def at(self, commit: str) -> Snapshot:
         """The snapshot of any ``commit``, derived from the current one by reading only the
@@ -378,7 +405,7 @@ class Catalog:
         if commit == current.commit:
             return current
         with self._lock:
-            past = self._past.get(commit)
+            past = self._written.get(commit, self._past.get(commit))
         if past is None:
             past = self._advance(current, commit)
             with self._lock:

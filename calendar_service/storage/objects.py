@@ -265,19 +265,43 @@ class ObjectStore:
     def pack_dir(self) -> Path:
         return Path(self._open().common_dir) / "objects" / "pack"
 
-    def flush(self) -> None:
-        """Write the objects added since the last flush as one pack, flushed to disk: the pack,
-        then its index (git uses a pack once its index exists), then the folder."""
+    def flush(self, durable: bool = True) -> list[Path]:
+        """Write the objects added since the last flush as one pack: the pack, then its index
+        (git uses a pack once its index exists). With ``durable`` both are flushed to disk, then
+        the folder; without, the caller passes the files returned to ``make_durable`` before
+        anything that depends on them (a branch update) is flushed."""
         objects, self._pending = self._pending, {}
         if not objects:
-            return
+            return []
         pack, index = pack_bytes([(sha, kind, data) for sha, (kind, data) in objects.items()])
         folder = self.pack_dir
         folder.mkdir(parents=True, exist_ok=True)
         name = "pack-" + pack[-SHA_BYTES:].hex()
-        for suffix, data in ((".pack", pack), (".idx", index)):
-            write_atomically(folder / (name + suffix), data, PACK_FILE_MODE, "tmp_pack_", sync_folder=False)
-        fsync_folder(folder)
+        files = [folder / (name + suffix) for suffix in (".pack", ".idx")]
+        for file, data in zip(files, (pack, index)):
+            write_atomically(file, data, PACK_FILE_MODE, "tmp_pack_", sync_folder=False, flush=durable)
+        if durable:
+            fsync_folder(folder)
+        return files
+
+    @staticmethod
+    def make_durable(files: list[Path]) -> None:
+        """Flush packs written by ``flush(durable=False)`` to disk, then their folders (once each).
+        A pack that is gone was merged by ``git repack`` meanwhile, which writes and flushes
+        the merged pack before it deletes the ones it merged."""
+        folders = {}
+        for file in files:
+            try:
+                fd = os.open(file, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            folders[file.parent] = None
+        for folder in folders:
+            fsync_folder(folder)
 
     def pack_count(self) -> int:
         """How many packs the repository has."""
@@ -355,9 +379,12 @@ class ObjectStore:
         self._remember(sha, tree)
         return sha
 
-    def write_commit(self, tree: bytes | None, parent: str | None, idents: list[bytes], message: bytes) -> str:
+    def write_commit(self, tree: bytes | None, parent: str | None, idents: list[bytes], message: bytes,
+                     packs: list[Path] | None = None) -> str:
         """Write a commit object and return its id. ``tree`` None is the empty tree (every file
-        removed); ``idents`` are the ``author``/``committer``/``encoding`` header lines."""
+        removed); ``idents`` are the ``author``/``committer``/``encoding`` header lines. With
+        ``packs`` (a list), the pack is not flushed to disk: its files are appended to it for
+        ``make_durable``."""
         if tree is None:
             tree = self.store(b"tree", b"")  # EMPTY_TREE, written so the commit is complete
         header = [b"tree " + tree.hex().encode()]
@@ -365,5 +392,8 @@ class ObjectStore:
             header.append(b"parent " + parent.encode())
         body = b"\n".join(header + idents) + b"\n\n" + message
         commit = self.store(b"commit", body).hex()
-        self.flush()
+        if packs is None:
+            self.flush()
+        else:
+            packs.extend(self.flush(durable=False))
         return commit

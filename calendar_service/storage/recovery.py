@@ -34,6 +34,10 @@ STALE_LOCK_SECONDS = 30
 # converts an existing index file (one call each, version first: git 2.39 given both at once
 # changes the version without splitting).
 INDEX_SETTINGS = {"index.version": ("4", ("--index-version", "4")), "core.splitIndex": ("true", ("--split-index",))}
+# a process keeps the write lock at most this long while another process waits for it
+# (``SharedFlock``), then lets it in after a pause for the waiter to take it
+MAX_HOLD_SECONDS = 0.25
+YIELD_PAUSE_SECONDS = 0.002
 WORKTREE_TEMP_PREFIX = ".tmp-"   # the temporary files of a working-tree write, next to the record files
 
 
@@ -55,6 +59,83 @@ class FileLock:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+
+
+class SharedFlock:
+    """A ``flock`` on ``path`` (a file of the git directory, mode 0600) that this process holds
+    while any of its threads holds a share (a write, or a commit of a group not yet published):
+    another process waits until the last share is released. Threads of this process serialize
+    among themselves by other means.
+
+    A process whose writers follow one another without a break would keep the lock for good; so
+    a process waiting for it says so (a shared ``flock`` on ``path.wanted``), and past
+    MAX_HOLD_SECONDS of holding, new shares wait until this process has let go once."""
+
+    def __init__(self, path: Path, max_hold: float = MAX_HOLD_SECONDS):
+        self.path = path
+        self.wanted = path.with_name(path.name + ".wanted")
+        self.max_hold = max_hold
+        self._shares = 0
+        self._fd: int | None = None
+        self._since = 0.0                    # when this process took the flock (or last found nobody waiting)
+        self._yielding = False               # new shares wait until the flock was let go
+        self._changed = threading.Condition(threading.Lock())
+        self._mine = threading.local()       # shares this thread holds (a nested share never waits)
+
+    def acquire(self) -> None:
+        with self._changed:
+            mine = getattr(self._mine, "shares", 0)
+            if not mine and self._shares and time.monotonic() - self._since > self.max_hold:
+                self._yielding = self._yielding or self._someone_waits()
+                self._since = time.monotonic()
+            if not mine and self._yielding:
+                self._changed.wait_for(lambda: not self._yielding)
+                self._changed.wait(YIELD_PAUSE_SECONDS)   # the other process's flock call goes first
+            if self._shares == 0:   # waiting here for another process, while no thread of ours holds it
+                self._fd = self._lock_waiting()
+                self._since = time.monotonic()
+            self._shares += 1
+            self._mine.shares = mine + 1
+
+    def release(self) -> None:
+        with self._changed:
+            self._shares -= 1
+            self._mine.shares = getattr(self._mine, "shares", 1) - 1
+            if self._shares == 0 and self._fd is not None:
+                fd, self._fd = self._fd, None
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                self._yielding = False
+                self._changed.notify_all()
+
+    def _lock_waiting(self) -> int:
+        """The flock taken, saying so in ``wanted`` while it has to wait for another process."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                wanted = os.open(self.wanted, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(wanted, fcntl.LOCK_SH)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                finally:
+                    os.close(wanted)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _someone_waits(self) -> bool:
+        """Whether another process waits for the flock (holds ``wanted`` shared)."""
+        fd = os.open(self.wanted, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
 
 
 class Journal:

@@ -53,9 +53,12 @@ def read_ref(git_dir: Path, ref: str) -> str | None:
     return None
 
 
-def update_ref(git_dir: Path, ref: str, new: str, old: str | None, reflog_line: str) -> None:
+def update_ref(git_dir: Path, ref: str, new: str, old: str | None, reflog_line: str,
+               steps: list[tuple[str, str]] | None = None) -> None:
     """Move ``ref`` from ``old`` (None: it must not exist) to ``new``, durably, and append
     ``reflog_line`` (``OLD NEW ident\\tmessage``, without the ids: they are added) to its reflog.
+    ``steps`` (commit, reflog line), oldest first, are the commits of a group published by
+    one move: the reflog gets one line per commit, as if each had moved the branch.
 
     Raises RefLocked (nothing changed), RefMoved (nothing changed) or Unusual (nothing changed).
     """
@@ -76,7 +79,11 @@ def update_ref(git_dir: Path, ref: str, new: str, old: str | None, reflog_line: 
             os.fsync(fd)
         finally:
             os.close(fd)
-        _append_reflog(git_dir, ref, f"{old or ZERO} {new} {reflog_line}\n")
+        lines, previous = [], old or ZERO
+        for commit, line in steps or [(new, reflog_line)]:
+            lines.append(f"{previous} {commit} {line}\n")
+            previous = commit
+        _append_reflog(git_dir, ref, "".join(lines))
         os.replace(lock, target)
         renamed = True
         fsync_folder(target.parent)

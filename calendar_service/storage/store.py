@@ -9,12 +9,14 @@
 - ``writing``   a commit, then one step that advances the branch (journal, compare-and-swap
                 of the ref, working tree); git's index updated after the lock (``settle``)
 - ``refs``      moving the branch in process with git's lock protocol, flushed to disk
+- ``grouping``  group commit: concurrent writers' commits put on the branch by one move
 - ``recovery``  the journal, stale git locks, git's index after a killed write
 - ``remote``    the git remote: fetch, push, pull, replay
 - ``bulk``      an import of many new files as one commit
 
 Writers are serialized across threads and processes by ``write_lock``. With a git remote
 configured, a write is pushed before the local branch moves; see the README's "Git remote".
+Without pushing, the writers of one process form groups (``grouping``).
 """
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ from calendar_service.storage.errors import (BranchMoved, PullRefused, PushRejec
                                              RemoteUnavailable, StoreError)
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SHA_LENGTH, ZERO, Git
 from calendar_service.storage.history import History
+from calendar_service.storage.grouping import GROUP_LIMIT, GroupCommit
 from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
-from calendar_service.storage.recovery import STALE_LOCK_SECONDS, FileLock, Journal, Recovery
+from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery, SharedFlock
 from calendar_service.storage.remote import REMOTE_TIMEOUT, Follower, PullResult, Remote
 from calendar_service.storage.writing import Writer
 
@@ -52,6 +55,8 @@ class GitStore:
         self.remote = remote                        # URL, path or remote name; "" = none
         self.remote_branch = remote_branch or branch
         self._thread_lock = threading.RLock()
+        self._process_lock = SharedFlock(self.git_dir / "calendar-write.lock")
+        self._local = threading.local()   # per thread: in a grouped write_lock, the commit it queued
         self._gitcmd = Git(self.root)
         self._objects = ObjectStore(self.root)
         # collaborators run git through self._git and write files through self._sync_worktree,
@@ -65,6 +70,7 @@ class GitStore:
         self._remote = Remote(self._gitcmd, remote, self.remote_branch, self._git, remote_timeout)
         self._follower = Follower(self._remote, self._writer, self._history, self._objects, self._git,
                                   self.head, self._thread_lock)
+        self._group = GroupCommit(self.head, self._writer.build, self._writer.advance, self._sync_worktree)
         self._bulk = BulkWriter(self.root, committer, self._gitcmd, self._git, self._history, self._writer,
                                 self.head, self._sync_worktree)
 
@@ -209,35 +215,67 @@ class GitStore:
     # ----------------------------------------------------------------------------- writing
 
     @contextlib.contextmanager
-    def write_lock(self):
+    def write_lock(self, grouped: bool = False):
         """Hold the repository's write lock: one writer at a time across threads and processes.
+
+        ``grouped``: the holder may join a group commit (see ``grouping``): ``commit`` builds on
+        ``write_base()``, and leaving the lock (the next writer of this process goes in) waits
+        until that commit is on the branch, raising BranchMoved (nothing of it is) or the
+        StoreError that stopped it. Otherwise the commits of a group still pending are
+        published first: the holder sees the branch as it is.
 
         On leaving, once the lock is released, git's index entries of the files written are
         updated (``Writer.settle``, once for the writes of several threads)."""
+        self.git_dir.mkdir(parents=True, exist_ok=True)
+        self._process_lock.acquire()
         try:
-            self.git_dir.mkdir(parents=True, exist_ok=True)
-            with FileLock(self.git_dir / "calendar-write.lock", self._thread_lock).held():
-                yield
+            with self._thread_lock:
+                if not grouped or self._group.count() >= GROUP_LIMIT:
+                    self._group.publish_all()
+                outer = getattr(self._local, "grouped", None)   # None: not nested in another write_lock
+                self._local.grouped = grouped if outer is None else outer and grouped
+                queued = None
+                try:
+                    yield
+                finally:
+                    self._local.grouped = outer
+                    if outer is None:
+                        queued, self._local.queued = getattr(self._local, "queued", None), None
+            if queued is not None:
+                self._group.wait(queued)
         finally:
+            self._process_lock.release()
             self._writer.settle()
+
+    def write_base(self) -> str | None:
+        """The commit a write builds on: the newest commit of a group pending (in a grouped
+        ``write_lock``), else the branch head."""
+        return self._group.base() if getattr(self._local, "grouped", False) else self.head()
 
     def commit(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
                expected_head: str | None, push: bool = False) -> str:
         """Write ``changes`` (path -> new content, None to delete) as one commit on the branch;
-        returns the new commit id. Must be called inside ``write_lock``.
+        returns the new commit id. Must be called inside ``write_lock``; in a grouped one the
+        commit is on the branch once the lock is left (see ``write_lock``).
 
-        Raises BranchMoved (nothing written) when the branch is not at ``expected_head``,
-        StoreError before anything is committed when a working-tree file differs from
-        ``expected_head`` (an editor's uncommitted change). With ``push``, the commit is
-        pushed before the branch moves: PushRejected or RemoteError leave the branch untouched.
+        Raises BranchMoved (nothing written) when the branch (or the group) is not at
+        ``expected_head``, StoreError before anything is committed when a working-tree file
+        differs from ``expected_head`` (an editor's uncommitted change). With ``push``, the
+        commit is pushed before the branch moves: PushRejected or RemoteError leave the
+        branch untouched.
         """
+        first_line = message.replace("\0", "").splitlines()[0]
+        if getattr(self._local, "grouped", False) and not push:
+            self._local.queued = self._group.commit(changes, message, author, expected_head, first_line)
+            return self._local.queued
+        if self.head() != expected_head:
+            raise BranchMoved("the branch moved")
         new_commit, old_blobs = self._writer.build(changes, message, author, expected_head)
         if push:
             self.push(new_commit)
         try:
-            self._writer.advance(expected_head, new_commit, message.replace("\0", "").splitlines()[0],
-                                 {p: old_blobs.get(p) for p in changes}, lambda: self._sync_worktree(changes),
-                                 touches_index=False)
+            self._writer.advance(expected_head, new_commit, first_line, {p: old_blobs.get(p) for p in changes},
+                                 lambda: self._sync_worktree(changes), touches_index=False)
         except BranchMoved:
             if not push:
                 raise
@@ -287,7 +325,8 @@ class GitStore:
             return self.pull_locked()
 
     def pull_locked(self) -> PullResult:
-        """``pull`` for a caller that holds the write lock already."""
+        """``pull`` for a caller that holds the write lock already (a group pending is published first)."""
+        self._group.publish_all()
         return self._follower.pull()
 
     @property

@@ -42,6 +42,11 @@ BULK_FILES = 64
 REPACK_LOCK_MODE = 0o600
 
 
+def reflog_message(reason: str) -> str:
+    """A commit's first line as a reflog message: one line, at most REFLOG_MESSAGE_LENGTH characters."""
+    return re.sub(r"\s+", " ", reason).strip()[:REFLOG_MESSAGE_LENGTH]
+
+
 class Writer:
     """Builds commits and advances the branch. Every method except ``build`` must run inside
     the store's write lock; ``build`` needs the store's thread lock."""
@@ -65,15 +70,18 @@ class Writer:
         self._merging: threading.Thread | None = None
 
     def build(self, changes: dict[str, bytes | None], message: str, author: tuple[str, str],
-              expected_head: str | None) -> tuple[str, dict[str, str]]:
+              expected_head: str | None, packs: list[Path] | None = None,
+              unpublished=frozenset()) -> tuple[str, dict[str, str]]:
         """Write the commit of ``changes`` (path -> content, None to delete) on ``expected_head``
         without moving the branch; returns (commit id, blob ids before of the changed paths).
+        With ``packs`` (a list), its pack is not flushed to disk (see ``ObjectStore.write_commit``).
 
-        Raises BranchMoved if the branch is not at ``expected_head``, StoreError if a
-        working-tree file differs from ``expected_head`` (an editor's uncommitted change).
+        ``expected_head`` is the branch head, or the newest commit of a group not yet published
+        (``unpublished``: the paths that group changes; their working-tree files are not
+        written yet, and were checked when the group's commits were built).
+        Raises StoreError if a working-tree file differs from ``expected_head`` (an editor's
+        uncommitted change).
         """
-        if self._head() != expected_head:
-            raise BranchMoved("the branch moved")
         for path in changes:
             problem = path_problem(path, anywhere=True)
             if problem:
@@ -82,7 +90,8 @@ class Writer:
             old_entries = self._objects.entries_at(expected_head, changes)
         old_blobs = {path: entry[1] for path, entry in old_entries.items()}
         for path in changes:
-            self._check_worktree_clean(path, old_blobs.get(path))
+            if path not in unpublished:
+                self._check_worktree_clean(path, old_blobs.get(path))
         now = int(time.time())
         idents = [f"author {ident(*author, now)}".encode("utf-8"),
                   f"committer {ident(*self.committer, now)}".encode("utf-8")]
@@ -90,7 +99,7 @@ class Writer:
         with self._lock:
             root = self._objects.tree_of(expected_head) if expected_head else None
             tree = self._objects.write_tree(root, group(changes))
-            commit = self._objects.write_commit(tree, expected_head, idents, body)
+            commit = self._objects.write_commit(tree, expected_head, idents, body, packs)
         self._remember(commit, expected_head, changes, old_entries)
         return commit, old_blobs
 
@@ -120,11 +129,13 @@ class Writer:
                              "commit or discard them first")
 
     def advance(self, old: str | None, new: str, reason: str, before: dict[str, str | None],
-                update_worktree: Callable[[], None], touches_index: bool = True) -> None:
+                update_worktree: Callable[[], None], touches_index: bool = True,
+                steps: list[tuple[str, str]] | None = None) -> None:
         """Move the branch from ``old`` to ``new`` and bring the working tree in line: journal
         (``before``: path -> blob before or None), compare-and-swap ``update-ref`` (once more
         after removing stale git locks), ``update_worktree()`` (holding the index lock when it
-        ``touches_index``: a git command that writes git's index), journal removed.
+        ``touches_index``: a git command that writes git's index), journal removed. ``steps``
+        (commit, reason), oldest first: the commits of a group this one move publishes.
 
         Raises BranchMoved when the branch is no longer at ``old`` (nothing changed), StoreError
         when git fails otherwise.
@@ -132,11 +143,11 @@ class Writer:
         self._recovery.journal.write({"commit": new, "old": old, "paths": before})
         try:
             try:
-                self._update_ref(old, new, reason)
+                self._update_ref(old, new, reason, steps)
             except StoreError:
                 if not self._recovery.remove_stale_locks():
                     raise
-                self._update_ref(old, new, reason)  # a killed process had left the ref locked
+                self._update_ref(old, new, reason, steps)  # a killed process had left the ref locked
         except StoreError:
             self._recovery.journal.clear()
             if self._head() != old:
@@ -149,14 +160,15 @@ class Writer:
             update_worktree()
         self._recovery.journal.clear()
 
-    def _update_ref(self, old: str | None, new: str, reason: str) -> None:
+    def _update_ref(self, old: str | None, new: str, reason: str, steps: list[tuple[str, str]] | None = None) -> None:
         """Compare-and-swap the branch from ``old`` to ``new``, flushed to disk (in process, see
         ``refs``; ``git update-ref`` for a ref git treats specially). Raises StoreError."""
         ref = f"refs/heads/{self.branch}"
-        message = re.sub(r"\s+", " ", reason).strip()[:REFLOG_MESSAGE_LENGTH]
+        who = ident(*self.committer, int(time.time()))
+        message = reflog_message(reason)
         try:
-            refs.update_ref(self.root / ".git", ref, new, old,
-                            f"{ident(*self.committer, int(time.time()))}\t{message}")
+            refs.update_ref(self.root / ".git", ref, new, old, f"{who}\t{message}",
+                            [(commit, f"{who}\t{reflog_message(text)}") for commit, text in steps or ()])
         except refs.RefLocked:
             raise StoreError(f"{ref} is locked (a {ref}.lock file exists)") from None
         except refs.RefMoved:
