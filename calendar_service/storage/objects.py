@@ -27,6 +27,7 @@ BLOB_MODE = 0o100644
 FILE_MODES = (0o100644, 0o100755)
 LOOSE_OBJECT_MODE = 0o444     # git's own loose objects are read-only
 SHA_BYTES = 20                # a binary object id
+WRITTEN_ROOTS = 16        # see ObjectStore._written_roots
 TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
 # zlib level of the objects in a pack: git's default for loose objects (core.looseCompression = 1). A
 # 100,000-entry folder's tree is ~5 MB: level 6 costs ~10x more time for ~10% fewer bytes.
@@ -234,6 +235,9 @@ class ObjectStore:
         self._trees: dict[bytes, Tree] = {}
         self._io = threading.RLock()
         self._pending: dict[bytes, tuple[bytes, bytes]] = {}   # objects of the commit being built
+        # root trees of the last commits written here: the next write builds on one of them (in a
+        # group commit, on one not yet on the branch), without asking git's cat-file for it
+        self._written_roots: dict[str, bytes] = {}
 
     def close(self) -> None:
         """Release the git helper processes GitPython keeps per Repo."""
@@ -312,6 +316,9 @@ class ObjectStore:
 
     def tree_of(self, commit: str) -> bytes:
         """The binary id of the root tree of ``commit``."""
+        known = self._written_roots.get(commit)
+        if known is not None:
+            return known
         data = self.read(bytes.fromhex(commit))
         return bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
 
@@ -392,6 +399,9 @@ class ObjectStore:
             header.append(b"parent " + parent.encode())
         body = b"\n".join(header + idents) + b"\n\n" + message
         commit = self.store(b"commit", body).hex()
+        if len(self._written_roots) >= WRITTEN_ROOTS:
+            self._written_roots.pop(next(iter(self._written_roots)))
+        self._written_roots[commit] = tree
         if packs is None:
             self.flush()
         else:
