@@ -49,7 +49,8 @@ def reflog_message(reason: str) -> str:
 
 class Writer:
     """Builds commits and advances the branch. Every method except ``build`` must run inside
-    the store's write lock; ``build`` needs the store's thread lock."""
+    the store's write lock (``advance`` also in a group's publisher, which holds the process's
+    share of it: see ``grouping``); ``build`` needs the store's thread lock."""
 
     def __init__(self, root: Path, branch: str, committer: tuple[str, str], run: Callable[..., bytes],
                  objects: ObjectStore, history: History, recovery: Recovery, head: Callable[[], str | None],
