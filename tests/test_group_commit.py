@@ -18,7 +18,7 @@ from pathlib import Path
 from conftest import Client
 
 from calendar_service.storage.recovery import SharedFlock
-from calendar_service.storage.store import GitStore
+from calendar_service.storage.store import GitStore, StoreError
 
 AUTHOR = ("Writer", "writer@example.org")
 
@@ -201,3 +201,42 @@ def test_a_process_whose_writers_never_pause_lets_a_waiting_process_in(tmp_path)
     assert waiter.wait(5) == 0
     assert len(threads) > 10   # the relay ran
     assert got - started < 1.5, f"the other process waited {got - started:.2f} s"
+
+
+class FullDisk(GitStore):
+    """A store whose working-tree update fails once, as on a full disk."""
+
+    failed = False
+
+    def _sync_worktree(self, changes):
+        if not self.failed and "events/full.md" in changes:
+            self.failed = True
+            raise OSError(28, "No space left on device", str(self.root / "events/full.md"))
+        super()._sync_worktree(changes)
+
+
+def test_a_publish_that_fails_answers_with_a_store_error_without_the_servers_paths(tmp_path):
+    root = tmp_path / "content"
+    store = FullDisk(root)
+    store.init()
+    with store.write_lock():
+        store.commit({"events/start.md": b"start\n"}, "Start", AUTHOR, store.head())
+    try:
+        with store.write_lock(grouped=True):
+            commit = store.commit({"events/full.md": b"full\n"}, "Full", AUTHOR, store.write_base())
+    except StoreError as exc:
+        error = exc
+    else:
+        raise AssertionError("no error")
+    assert "No space left on device" in str(error) and str(tmp_path) not in str(error)
+    assert "working tree could not be updated" in str(error)
+    # the commit stands (the branch moved before the working tree failed); the journal lets the
+    # next start finish the file, and the next write goes on
+    assert store.head() == commit
+    assert (root / ".git" / "calendar-journal.json").exists()
+    store.recover()
+    assert (root / "events/full.md").read_bytes() == b"full\n"
+    with store.write_lock(grouped=True):
+        store.commit({"events/next.md": b"next\n"}, "Next", AUTHOR, store.write_base())
+    assert git(root, "status", "--porcelain") == ""
+    store.close()

@@ -24,12 +24,15 @@ pending with BranchMoved (none was answered; each is computed again on the new h
 """
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from calendar_service.storage.errors import BranchMoved
+from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.objects import ObjectStore
+
+log = logging.getLogger(__name__)
 
 # past this many commits pending, a writer publishes them before it builds its own: the
 # catalog keeps the snapshot of each commit pending (``Catalog.after_write``)
@@ -139,19 +142,27 @@ class GroupCommit:
                           lambda: self._sync_worktree(final), touches_index=False,
                           steps=[(pending.commit, pending.reason) for pending in group])
         except Exception as exc:
+            # every writer gets an error of its own; a file system error becomes one the API can
+            # answer with (its reason, not the server's paths)
+            reason = str(exc) if isinstance(exc, StoreError) else getattr(exc, "strerror", None) or type(exc).__name__
+            log.warning("could not publish %d commit(s): %s", len(group), reason)
             with self._lock:
                 if self._head() == group[-1].commit:
                     # the branch moved, the working tree failed: the commits stand (the journal
                     # lets the next start finish the files), the ones built on them too
                     del self._pending[:len(group)]
-                    self._outcomes.update(dict.fromkeys((p.commit for p in group), exc))
+                    for pending in group:
+                        self._outcomes[pending.commit] = StoreError(
+                            f"the commit was made but the working tree could not be updated: {reason}")
                 else:
                     # nothing is on the branch: the group, and every commit built on it, is dropped
                     dropped, self._pending = self._pending, []
                     published = {pending.commit for pending in group}
+                    moved = isinstance(exc, BranchMoved)
                     for pending in dropped:
-                        self._outcomes[pending.commit] = exc if pending.commit in published else BranchMoved(
-                            "the branch moved")
+                        self._outcomes[pending.commit] = (
+                            StoreError(f"the write was not applied: {reason}")
+                            if pending.commit in published and not moved else BranchMoved("the branch moved"))
             return
         with self._lock:
             del self._pending[:len(group)]
