@@ -56,12 +56,12 @@ class Server:
         else:
             cmd = [sys.executable, str(ROOT / "app.py"), "--port", str(self.port)]
         stderr = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env(), stdout=stderr, stderr=stderr,
-                                     start_new_session=True)
+        proc = self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env(), stdout=stderr, stderr=stderr,
+                                            start_new_session=True)
         stderr.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:   # (``kill`` from another thread may have reaped it already)
                 raise RuntimeError(f"server exited: {self.stderr()[-2000:]}")
             try:
                 status, _, _ = self.request("GET", "/events", timeout=2)

@@ -12,11 +12,13 @@ step (``index/generations.py``). Two tests:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -70,11 +72,21 @@ def listed_ids(get) -> set[int]:
         page += 1
 
 
-def wait_for(condition, timeout: float = 60.0, what: str = "") -> None:
+def wait_for(condition, timeout: float = 60.0, what: str = "", interval: float = 0.02) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+        time.sleep(interval)
+
+
+def start_in_background(server: Server) -> threading.Thread:
+    """Start ``server`` without waiting for it to answer (a test that kills it while it starts)."""
+    def start() -> None:
+        with contextlib.suppress(RuntimeError):   # "server exited": the test killed it first
+            server.start()
+    thread = threading.Thread(target=start)
+    thread.start()
+    return thread
 
 
 def index_ready(index_dir: Path, head: str) -> bool:
@@ -100,13 +112,15 @@ def test_a_server_killed_while_rebuilding_starts_again_on_a_consistent_index(pat
         old_generation = os.readlink(index_dir / "whoosh")
         server.kill()
         for attempt in range(3):
-            # an index of another schema version (an upgrade): the next start rebuilds it in the background
+            # an index of another schema version (an upgrade): the next start rebuilds it in the
+            # background from its first moments (3,000 events take ~0.7 s: the server may answer
+            # only after that, so the build directory is watched while the server starts)
             (index_dir / "STATE.json").write_text(json.dumps({**state(index_dir), "schema": 0}))
-            server.start()
-            server.request("GET", "/events")
+            starting = start_in_background(server)
             wait_for(lambda: any(p.name.startswith("build-") and any(p.iterdir()) for p in index_dir.iterdir()),
-                     what="the rebuild to write its build directory")
+                     what="the rebuild to write its build directory", interval=0.002)
             server.kill()           # SIGKILL, mid-rebuild
+            starting.join(30)
             if os.readlink(index_dir / "whoosh") == old_generation:
                 break
             # the rebuild finished between the poll that saw it and the kill (a busy machine): again
