@@ -53,12 +53,11 @@ def read_ref(git_dir: Path, ref: str) -> str | None:
     return None
 
 
-def update_ref(git_dir: Path, ref: str, new: str, old: str | None, reflog_line: str,
-               steps: list[tuple[str, str]] | None = None) -> None:
-    """Move ``ref`` from ``old`` (None: it must not exist) to ``new``, durably, and append
-    ``reflog_line`` (``OLD NEW ident\\tmessage``, without the ids: they are added) to its reflog.
-    ``steps`` (commit, reflog line), oldest first, are the commits of a group published by
-    one move: the reflog gets one line per commit, as if each had moved the branch.
+def update_ref(git_dir: Path, ref: str, new: str, old: str | None, steps: list[tuple[str, str]]) -> None:
+    """Move ``ref`` from ``old`` (None: it must not exist) to ``new``, durably, and append one
+    reflog line per step: ``steps`` are (commit, ``ident\\tmessage``), oldest first, the last one
+    ``new``; a group of commits published by one move gets a line each, as if each had moved
+    the branch (the ids ``OLD NEW`` of each line are added here).
 
     Raises RefLocked (nothing changed), RefMoved (nothing changed) or Unusual (nothing changed).
     """
@@ -80,7 +79,7 @@ def update_ref(git_dir: Path, ref: str, new: str, old: str | None, reflog_line: 
         finally:
             os.close(fd)
         lines, previous = [], old or ZERO
-        for commit, line in steps or [(new, reflog_line)]:
+        for commit, line in steps:
             lines.append(f"{previous} {commit} {line}\n")
             previous = commit
         _append_reflog(git_dir, ref, "".join(lines))

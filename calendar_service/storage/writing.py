@@ -166,16 +166,15 @@ class Writer:
         ``refs``; ``git update-ref`` for a ref git treats specially). Raises StoreError."""
         ref = f"refs/heads/{self.branch}"
         who = ident(*self.committer, int(time.time()))
-        message = reflog_message(reason)
         try:
-            refs.update_ref(self.root / ".git", ref, new, old, f"{who}\t{message}",
-                            [(commit, f"{who}\t{reflog_message(text)}") for commit, text in steps or ()])
+            refs.update_ref(self.root / ".git", ref, new, old,
+                            [(commit, f"{who}\t{reflog_message(text)}") for commit, text in steps or [(new, reason)]])
         except refs.RefLocked:
             raise StoreError(f"{ref} is locked (a {ref}.lock file exists)") from None
         except refs.RefMoved:
             raise StoreError(f"{ref} is not at the expected commit") from None
         except refs.Unusual:
-            self._run("update-ref", "-m", message, ref, new, old or ZERO)
+            self._run("update-ref", "-m", reflog_message(reason), ref, new, old or ZERO)
 
     def follow(self, old: str | None, new: str | None) -> None:
         """Move the branch from ``old`` to ``new`` (commits made elsewhere) and bring the working
