@@ -72,11 +72,9 @@ def is_valid_timezone(name: str) -> bool:
         return False
 
 
-def tz_abbr(tz: tzinfo, at: datetime) -> str:
-    """Abbreviation of ``tz`` at the local time ``at`` (``EST``, ``CEST``, ``UTC+5``)."""
-    if isinstance(tz, timezone):
-        return tz.tzname(None) or ""
-    return at.replace(tzinfo=tz).tzname() or ""
+def tz_abbr(at: datetime) -> str:
+    """Abbreviation of the zone of the aware ``at`` at that moment (``EST``, ``CEST``, ``UTC+5``)."""
+    return at.tzname() or ""
 
 
 def parse(text, tz: tzinfo, now: datetime | None = None) -> datetime:
@@ -265,8 +263,7 @@ def read_local(text: str, tz: tzinfo) -> datetime:
     text = str(text).strip()
     if _STORED.match(text):
         # the common case without strptime, which re-reads the locale on every call
-        return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
-                        int(text[17:19]), tzinfo=tz)
+        return datetime.fromisoformat(text).replace(tzinfo=tz)
     return datetime.strptime(text, FORMAT).replace(tzinfo=tz)
 
 

@@ -38,7 +38,7 @@ def event_times(data: dict, tz) -> tuple[dict, object, object]:
         "utc_end_date": utc_end,
         "utc_end_date_details": dates.details(utc_end),
         "timezone": data.get("timezone") or "",
-        "timezone_abbr": dates.tz_abbr(tz, start.replace(tzinfo=None)) if data.get("timezone") else "",
+        "timezone_abbr": dates.tz_abbr(start) if data.get("timezone") else "",
     }, start, end
 
 
