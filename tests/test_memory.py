@@ -99,3 +99,21 @@ def test_a_record_keeps_its_search_words_as_one_compact_string_matched_by_word_b
     assert [match(w, words) for w in (["jazz"], ["azz"], ["sax"])] == \
         [match(w, frozenset(words.split())) for w in (["jazz"], ["azz"], ["sax"])]
     assert queries.title_tokens(record).split() == ["jazz", "night"]
+
+
+def test_an_embedded_venue_with_a_stored_lineage_is_right_for_every_host(admin, anon, repo, paths):
+    """An event without a stored lineage of its own embeds a venue with one (an editor kept the
+    venue's ids from another site): the event's cached text is put right for each host too."""
+    venue = admin.post("/venues", json={"venue": "Old Hall"}).get_json()
+    vid, path = venue["id"], repo.path_of(venue["slug"], "venues")
+    text = (paths["content_dir"] / path).read_text(encoding="utf-8")
+    stored = f"global_id_lineage: ['localhost?id={vid}', 'peer.example?id=3']\n"
+    repo.commit_files({path: text.replace("\n", "\n" + stored, 1)}, "Keep the venue's ids from the old site")
+    event = admin.post("/events", json={"title": "Concert", "start_date": "2030-05-01 20:00:00",
+                                         "end_date": "2030-05-01 22:00:00", "venue": vid}).get_json()
+    for _ in range(2):   # built, then from the memo
+        for host in ("localhost", "127.0.0.1"):
+            body = anon.get(f"/events/{event['id']}", base_url=f"http://{host}").get_json()
+            assert body["global_id_lineage"] == [f"{host}?id={event['id']}"]
+            assert body["venue"]["global_id_lineage"] == [f"{host}?id={vid}"] + (
+                [] if host == "localhost" else [f"localhost?id={vid}"]) + ["peer.example?id=3"]

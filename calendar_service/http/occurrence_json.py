@@ -101,10 +101,11 @@ def templated(record, single: bool) -> bool:
             and not record.data.get("password"))
 
 
-def entry(memo, viewer, record, build, to_json, stored_lineage, urls, tz) -> tuple[str, bool] | None:
+def entry(memo, viewer, record, build, to_json, lineage, urls, tz) -> tuple[str, bool] | None:
     """The (text, lineage) entry of a listed occurrence from its series' template in ``memo``
     (one commit's), or None when the series has none. ``build()`` builds the occurrence's object
-    whole; it is called once per series and commit, to cut the template."""
+    whole; it is called once per series and commit, to cut the template; ``lineage()`` says
+    whether that object holds a stored lineage."""
     key = ("occurrence-template", record.series_id, viewer)
     template = memo.get(key, False)
     if template is False:
@@ -112,12 +113,12 @@ def entry(memo, viewer, record, build, to_json, stored_lineage, urls, tz) -> tup
         template = Template.cut(built, to_json)
         whole = to_json(built)
         if template is not None:
-            template.lineage = stored_lineage(whole)
+            template.lineage = lineage()
             if template.text(record, urls, tz) != whole:   # never: the check of the cut
                 template = None
         memo.put(key, template, template.weight if template is not None else 0)
         if template is None:
-            return whole, stored_lineage(whole)
+            return whole, lineage()
     if template is None:
         return None
     return template.text(record, urls, tz), template.lineage

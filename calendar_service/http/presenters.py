@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import timezone
@@ -97,16 +96,14 @@ def to_json(obj) -> str:
 REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of
 
 
-_LINEAGE = '"global_id_lineage":['
-_ONE_ENTRY = re.compile(r'"global_id_lineage":\["[^"\\]*"\]')   # a list of one plain string
-
-
-def _stored_lineage(text: str) -> bool:
-    """Whether the JSON text of a presented object (or of one it embeds) may hold a
-    global_id_lineage beyond its own global_id: any such list but one of a single plain
-    string (read from the text: walking the object was a quarter of presenting an event)."""
-    count = text.count(_LINEAGE)
-    return count > 0 and len(_ONE_ENTRY.findall(text)) != count
+def _shows_stored_lineage(presenter: "Presenter", record: Record) -> bool:
+    """Whether the presented ``record`` may hold a global_id_lineage beyond its own global_id:
+    it or a venue or organizer it embeds has one stored (terms have no global id). Read from
+    the records: scanning the text took as long as building an event's dates."""
+    if record.data.get("global_id_lineage"):
+        return True
+    return record.resource is EVENTS and any(
+        r.data.get("global_id_lineage") for key in ("venue", "organizer") for r in presenter.refs(record, key))
 
 
 def _text_with_urls(text: str, urls: Urls) -> str:
@@ -538,13 +535,13 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
     builder.embed_text = True
     if occurrence_json.templated(record, single):   # its series' shared text, its own ids and dates put in
         found = occurrence_json.entry(presenter.snapshot.memo, presenter.viewer, record,
-                                      lambda: builder._build(record, single), to_json, _stored_lineage,
+                                      lambda: builder._build(record, single), to_json,
+                                      lambda: _shows_stored_lineage(builder, record),
                                       _STAND_IN, builder.event_zone(record))
         if found is not None:
             return found
-    built = builder._build(record, single)
-    text = to_json(built)
-    entry = (text, _stored_lineage(text))
+    text = to_json(builder._build(record, single))
+    entry = (text, _shows_stored_lineage(builder, record))
     if basis is not None:
         lasting.put(key, (basis, entry), len(entry[0]))
     return entry
