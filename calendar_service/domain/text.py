@@ -1,6 +1,7 @@
 """Small text helpers shared by the service and the presenters: slugs, paragraphs, costs."""
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -94,12 +95,24 @@ def _plain(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+COSTS_REMEMBERED = 1024   # distinct (cost, currency) a process keeps the cost details of
+
+
 def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> tuple[str, dict]:
     """The ``cost`` text and ``cost_details`` object for a stored cost (a string, a number or a list).
 
     The currency symbol is the non-numeric part shared by every entry (``20$``, ``€6.50``)
-    unless the record stores one; its position is ``prefix`` when it leads.
+    unless the record stores one; its position is ``prefix`` when it leads. A calendar has
+    few distinct costs ("Free", "$10"): a single cost is read once (it was a tenth of
+    presenting an event); each caller gets its own ``cost_details`` object.
     """
+    if (cost is None or isinstance(cost, (str, int, float))) and all(type(x) is str for x in (symbol, position, code)):
+        text, details = _remembered_cost(cost, symbol, position, code)
+        return text, {**details, "values": list(details["values"])}
+    return _cost_details(cost, symbol, position, code)
+
+
+def _cost_details(cost, symbol: str, position: str, code: str) -> tuple[str, dict]:
     entries = cost if isinstance(cost, list) else ([] if cost in (None, "") else [cost])
     entries = [str(e).strip() for e in entries if str(e).strip()]
     values: list[float] = []
@@ -141,6 +154,10 @@ def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> 
     else:
         text = f"{money(unique[0])} – {money(unique[-1])}"
     return text, details
+
+
+# typed: True, 1 and 1.0 read as different costs ("True", "1", "1.0")
+_remembered_cost = functools.lru_cache(maxsize=COSTS_REMEMBERED, typed=True)(_cost_details)
 
 
 _DROPPED = re.compile(r"<(script|style)\b.*?</\1\s*>", re.I | re.S)
