@@ -78,7 +78,12 @@ def _host_base(scheme: str, host: str) -> str:
 def request_urls(settings) -> Urls:
     """Where things are for this request: the REST base under the request's prefix, and the site."""
     base = host_base()
-    return Urls(rest_base=base + api_prefix(), site=settings.site_url or base, namespace=namespace())
+    return _urls(base + api_prefix(), settings.site_url or base, namespace())
+
+
+@functools.lru_cache(maxsize=64)   # one object per host and prefix: its URLs and hash are made once
+def _urls(rest_base: str, site: str, namespace: str) -> Urls:
+    return Urls(rest_base=rest_base, site=site, namespace=namespace)
 
 
 def wp_urls(settings) -> Urls:
