@@ -557,6 +557,19 @@ def test_cost_formatting(admin, cost, text, symbol, position, values):
         assert event["cost"] == text
 
 
+def test_a_remembered_cost_reads_as_a_fresh_one_and_is_never_shared():
+    from calendar_service.domain import text
+    for cost in ("$25", "25", 25, 25.0, True, None, "", "€6.50 - €8.50", "x" * 200):
+        assert text.cost_details(cost) == text._cost_details(cost, "", "", "")
+        assert text.cost_details(cost) == text.cost_details(cost)   # the second from the cache
+    assert text.cost_details(True)[0] == "True" and text.cost_details(1)[0] == "1"   # typed
+    first = text.cost_details("$25")
+    first[1]["values"].append("99")
+    first[1]["currency_symbol"] = "£"
+    assert text.cost_details("$25") == ("$25", {"currency_symbol": "$", "currency_code": "",
+                                                "currency_position": "prefix", "values": ["25"]})
+
+
 def test_cost_list_from_form_body(admin):
     r = admin.post("/events", data={**event_body(), "cost[]": ["0$", "20$", "30$"]})
     assert r.status_code == 201

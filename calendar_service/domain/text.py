@@ -96,6 +96,7 @@ def _plain(value: float) -> str:
 
 
 COSTS_REMEMBERED = 1024   # distinct (cost, currency) a process keeps the cost details of
+COST_REMEMBERED_CHARS = 100   # longer costs are read each time: the cache stays small whatever files hold
 
 
 def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> tuple[str, dict]:
@@ -106,7 +107,9 @@ def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> 
     few distinct costs ("Free", "$10"): a single cost is read once (it was a tenth of
     presenting an event); each caller gets its own ``cost_details`` object.
     """
-    if (cost is None or isinstance(cost, (str, int, float))) and all(type(x) is str for x in (symbol, position, code)):
+    fields = (cost if isinstance(cost, str) else "", symbol, position, code)
+    if ((cost is None or isinstance(cost, (str, int, float))) and all(type(x) is str for x in fields)
+            and sum(map(len, fields)) <= COST_REMEMBERED_CHARS):
         text, details = _remembered_cost(cost, symbol, position, code)
         return text, {**details, "values": list(details["values"])}
     return _cost_details(cost, symbol, position, code)
