@@ -13,7 +13,7 @@ from openapi_spec_validator import validate
 
 from calendar_service.http import docs
 from calendar_service.http import i18n
-from calendar_service.http.presenters import Urls
+from calendar_service.http.urls import Urls
 from calendar_service.http.arguments import Arg
 from calendar_service.http.routes import COMMON_ARGS, ROUTES, Endpoint, Route
 from conftest import API

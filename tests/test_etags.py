@@ -2,10 +2,16 @@
 write lock against the head the write commits on), through HTTP."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
+
+from conftest import API
 
 EDITOR = ("-c", "user.name=Editor", "-c", "user.email=editor@example.org")
 
@@ -33,6 +39,25 @@ def test_single_reads_carry_an_etag_and_answer_304(anon, factory):
         assert anon.get(by_id, headers={"If-None-Match": '"other"'}).status_code == 200
         if by_slug:
             assert anon.get(by_slug, headers={"If-None-Match": tag}).status_code == 304
+
+
+def test_a_tag_is_the_same_in_another_process(anon, factory, paths, tmp_path):
+    """Bodies are cached with stand-in URLs that are random per process: a tag read from one
+    worker or replica holds on another, so it must not hash them as they are."""
+    venue, organizer = factory.venue(city="Lyon"), factory.organizer(email="o@example.org")
+    event = factory.event(venue=venue["id"], organizer=[organizer["id"]])
+    paths_read = [f"/events/{event['id']}", f"/venues/{venue['id']}", f"/organizers/{organizer['id']}"]
+    here = {path: anon.get(path).headers["ETag"] for path in paths_read}
+    other = {**{k: str(v) for k, v in paths.items()}, "index_dir": str(tmp_path / "index-2"),
+             "state_dir": str(tmp_path / "state-2")}
+    code = (f"import json; from calendar_service import create_app\n"
+            f"app = create_app({{**json.loads({json.dumps(json.dumps(other))}), 'seed_sample': False, 'site_timezone': 'UTC'}})\n"
+            f"client = app.test_client()\n"
+            f"print(json.dumps({{p: client.get({API!r} + p).headers['ETag'] for p in {paths_read!r}}}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == here
 
 
 def test_the_etag_follows_the_body(admin, anon, factory):

@@ -12,6 +12,7 @@ from calendar_service.domain import records
 from calendar_service.domain.snapshot import Memo
 from calendar_service.http.call import encode_json
 from calendar_service.http.presenters import RawJSON
+from calendar_service.http.urls import STAND_IN, TOKEN, Urls, text_with_urls
 from calendar_service.storage.store import GitStore
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
@@ -81,6 +82,20 @@ def test_presented_records_are_right_for_every_host(paths, make_app):
                 assert event["rest_url"] == f"http://{host}/calendar/events/v1/events/7"
                 assert event["venue"]["url"].startswith(f"http://{host}/")
             assert single["json_ld"]["url"].startswith(f"http://{host}/")
+
+
+def test_the_callers_urls_replace_whole_stand_ins_wherever_they_stand():
+    urls = Urls(rest_base="https://ex.org/blog/wp-json/tribe/events/v1", site="https://ex.org/blog")
+
+    def shaped(u: Urls) -> str:
+        return json.dumps({"rest_url": u.rest("events", 5), "url": u.site + "/event/x/", "global_id": u.global_id(5),
+                           "glued": [u.site, u.host_path + u.rest_base, u.global_id(6) + u.site], "last": u.host_path},
+                          ensure_ascii=False, separators=(",", ":"))
+    assert text_with_urls(shaped(STAND_IN), urls) == shaped(urls)
+    assert text_with_urls("no stand-in here", urls) == "no stand-in here"
+    # a token no stand-in put there (it cannot come from content) is left as it is, the rest put in
+    odd = shaped(STAND_IN) + f"bare-{TOKEN}.invalid"
+    assert text_with_urls(odd, urls) == shaped(urls) + f"bare-{TOKEN}.invalid"
 
 
 def test_a_record_keeps_its_search_words_as_one_compact_string_matched_by_word_beginnings():

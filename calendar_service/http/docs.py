@@ -16,7 +16,7 @@ import re
 from calendar_service.domain.booleans import LENIENT
 from calendar_service.http.i18n import N_, gettext
 from calendar_service.http.params import ORDERBY
-from calendar_service.http.presenters import Urls
+from calendar_service.http.urls import Urls
 from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
 from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
 from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, WP_NAMESPACE, Endpoint, Route, summary_of

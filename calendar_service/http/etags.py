@@ -8,11 +8,13 @@ from flask import request
 from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.call import Call
-from calendar_service.http.presenters import Presenter, Urls
+from calendar_service.http.presenters import Presenter
+from calendar_service.http.urls import Urls
 from calendar_service.service import errors as service_errors
 
-# Tags are computed from the body as served under this base, whatever the request's host:
-# a tag is the same on every replica and behind every host name.
+# A tag hashes the body as remembered for every host (``Presenter.tag_text``); one that involves a
+# password is built per caller, under this base whatever the request's host: a tag is the same
+# on every replica and behind every host name.
 TAG_BASE = "https://etag.invalid"
 TAG_URLS = Urls(rest_base=TAG_BASE + "/calendar/events/v1", site=TAG_BASE)
 
@@ -25,7 +27,7 @@ def etag(text: str) -> str:
 def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
     """The ETag of ``record``'s single read at ``snapshot`` for this caller.
 
-    It hashes the single-read body rendered with a fixed base URL (``TAG_URLS``), so it
+    It hashes the single-read body as built for every host (``Presenter.tag_text``), so it
     changes exactly when that body would (the record itself, the venue, organizers and
     terms it embeds with their counts, what password protection shows to this caller) but
     not with the Host header asked: a tag from one replica or host name holds on every
@@ -37,7 +39,7 @@ def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
     key = ("etag", record.resource.name, record.id, presenter.viewer)
     tag = snapshot.memo.get(key)
     if tag is None:  # the same for every caller who sees the same records, until the next commit
-        tag = etag(presenter.present_json(record, single=True))
+        tag = etag(presenter.tag_text(record, single=True))
         snapshot.memo[key] = tag
     return tag
 

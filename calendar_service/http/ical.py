@@ -39,7 +39,7 @@ from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http import ical_fold
 from calendar_service.http.ical_cache import VEVENTS
-from calendar_service.http.presenters import Urls
+from calendar_service.http.urls import Urls
 from calendar_service.domain.records import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS
 

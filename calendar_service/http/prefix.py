@@ -19,7 +19,7 @@ from flask import request
 from werkzeug.sansio.utils import get_current_url
 
 from calendar_service.http import i18n
-from calendar_service.http.presenters import Urls
+from calendar_service.http.urls import Urls
 from calendar_service.http.routes import NAMESPACE, WP_NAMESPACE
 
 NATIVE = "/" + NAMESPACE                    # /calendar/events/v1

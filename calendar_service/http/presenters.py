@@ -6,52 +6,19 @@ by the term endpoints, and as embedded in an event).
 """
 from __future__ import annotations
 
-import functools
 import json
 import secrets
-from dataclasses import dataclass
 from datetime import timezone
-from urllib.parse import urlsplit
 
 from calendar_service.http import json_ld, occurrence_json
+from calendar_service.http.urls import STAND_IN, Urls, neutral, text_with_urls, with_urls
 from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
 from calendar_service.domain import dates, permissions, records
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.records import Record
-from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES, Resource
-
-
-@dataclass(frozen=True)
-class Urls:
-    """Where things are: the REST base (``.../calendar/events/v1``, or the compat prefix's
-    ``.../wp-json/tribe/events/v1``), the public site, and the namespace the base ends with."""
-
-    rest_base: str
-    site: str
-    namespace: str = "calendar/events/v1"
-
-    @functools.cached_property   # every event's global_id asks (a frozen dataclass keeps it in __dict__)
-    def host_path(self) -> str:
-        parts = urlsplit(self.site)
-        return parts.netloc + parts.path.rstrip("/")
-
-    def rest(self, *parts) -> str:
-        return "/".join([self.rest_base, *map(str, parts)])
-
-    def permalink(self, resource: Resource, slug: str) -> str:
-        return self.site + resource.permalink.format(slug=slug)
-
-    def global_id(self, record_id: int) -> str:
-        return f"{self.host_path}?id={record_id}"
-
-
-# Presented objects are cached once per record, whatever the request's host: built with these
-# stand-in URLs (random per process, so no content can spell them), then the caller's URLs are
-# put in. A flood of distinct Host headers therefore costs no memory.
-_TOKEN = secrets.token_hex(8)
-_STAND_IN = Urls(rest_base=f"https://rest-{_TOKEN}.invalid", site=f"https://site-{_TOKEN}.invalid")
+from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
 
 
 class RawJSON:
@@ -106,40 +73,31 @@ def _shows_stored_lineage(presenter: "Presenter", record: Record) -> bool:
         r.data.get("global_id_lineage") for key in ("venue", "organizer") for r in presenter.refs(record, key))
 
 
-def _text_with_urls(text: str, urls: Urls) -> str:
-    """JSON text built with the stand-in URLs, with ``urls`` put in (JSON escapes neither ``/``
-    nor the characters of a URL's host, so a plain replacement is exact)."""
-    if _TOKEN not in text:
-        return text
-    for stand_in, value in _replacements(urls):
-        text = text.replace(stand_in, value)
-    return text
+def _image(value):
+    """The original's image object of a URL (False without one)."""
+    if not value:
+        return False
+    url = str(value)
+    ext = url.rsplit("?", 1)[0].rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else ""
+    image = {"url": url}
+    if ext:
+        image["extension"] = ext
+    return image
 
 
-@functools.lru_cache(maxsize=64)
-def _replacements(urls: Urls) -> tuple:
-    """(stand-in, ``urls``' value as it appears inside a JSON string), in the order to apply them."""
-    def inner(value: str) -> str:
-        return json.dumps(value, ensure_ascii=False)[1:-1]
-    return ((_STAND_IN.rest_base, inner(urls.rest_base)), (_STAND_IN.site, inner(urls.site)),
-            (_STAND_IN.host_path, inner(urls.host_path)))
-
-
-def _with_urls(obj, urls: Urls):
-    """A copy of ``obj`` with the stand-in URLs replaced by ``urls`` (only what holds them is copied)."""
-    if isinstance(obj, str):
-        if _TOKEN not in obj:
-            return obj
-        return (obj.replace(_STAND_IN.rest_base, urls.rest_base).replace(_STAND_IN.site, urls.site)
-                .replace(_STAND_IN.host_path, urls.host_path))
-    if isinstance(obj, dict):
-        out = {key: _with_urls(value, urls) for key, value in obj.items()}
-        if isinstance(out.get("global_id_lineage"), list):  # a stored entry may now equal global_id
-            out["global_id_lineage"] = list(dict.fromkeys(out["global_id_lineage"]))
-        return out
-    if isinstance(obj, list):
-        return [_with_urls(value, urls) for value in obj]
-    return obj
+def _custom_fields(value) -> dict | list:
+    """Custom fields as the original lists them: key -> label and value, the empty ones left out."""
+    if not isinstance(value, dict):
+        return []
+    fields = {}
+    for key, item in value.items():
+        if isinstance(item, dict):
+            label, val = item.get("label", key), item.get("value")
+        else:
+            label, val = key, item
+        if val not in (None, ""):
+            fields[str(key)] = {"label": str(label), "value": val if isinstance(val, str) else str(val)}
+    return fields or []
 
 
 # What a password-protected record shows to someone without its password (as WordPress blanks it).
@@ -239,17 +197,6 @@ class Presenter:
         lineage = [gid] + [x for x in record.data.get("global_id_lineage") or [] if x != gid]
         return {"global_id": gid, "global_id_lineage": lineage}
 
-    @staticmethod
-    def _image(value):
-        if not value:
-            return False
-        url = str(value)
-        ext = url.rsplit("?", 1)[0].rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else ""
-        image = {"url": url}
-        if ext:
-            image["extension"] = ext
-        return image
-
     def present(self, record: Record, single: bool = False) -> dict:
         """The API object of any record (a new object: the caller may change it)."""
         if self.involves_password(record):
@@ -260,27 +207,38 @@ class Presenter:
         """The JSON text of ``present(record, single)``.
 
         The text is remembered for the snapshot's commit (content is immutable per commit), once
-        for every host: built with stand-in URLs (see ``_STAND_IN``), the caller's put in by
+        for every host: built with stand-in URLs (``urls.STAND_IN``), the caller's put in by
         plain replacement. One compact string per record and viewer, not a tree of objects per
         host. Records that involve a password are built for each call: what they show depends
         on the caller.
         """
+        entry = self._entry(record, single)
+        if entry is None:
+            return to_json(self._build(record, single))
+        text, lineage = entry
+        if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
+            return to_json(with_urls(json.loads(text), self.urls))
+        return text_with_urls(text, self.urls)
+
+    def tag_text(self, record: Record, single: bool = False) -> str:
+        """What an ETag of ``present_json(record, single)`` hashes: its text as remembered, the
+        same for every host (``urls.neutral``); the text itself when a password is involved."""
+        entry = self._entry(record, single)
+        return self.present_json(record, single) if entry is None else neutral(entry[0])
+
+    def _entry(self, record: Record, single: bool) -> tuple[str, bool] | None:
+        """(text with stand-in URLs, lineage to deduplicate) of ``record`` for this viewer, or None
+        when a password is involved."""
         # an occurrence listed under its series' id is not the series (domain.occurrences)
         key = ("present", record.resource.name, record.id, single, self.viewer,
                getattr(record, "original_start", None))
-        # (text with stand-in URLs, lineage to deduplicate), or None when a password is involved
         entry = self.snapshot.memo.get(key, False)
         if entry is False:
             entry = None
             if not self.involves_password(record):
                 entry = _lasting_entry(self, key, record, single)
             self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
-        if entry is None:
-            return to_json(self._build(record, single))
-        text, lineage = entry
-        if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
-            return to_json(_with_urls(json.loads(text), self.urls))
-        return _text_with_urls(text, self.urls)
+        return entry
 
     def present_written(self, record: Record) -> dict:
         """The answer of a write: the object a following single read of the same id gives (a
@@ -334,7 +292,7 @@ class Presenter:
             "description": text.autop(data.get("description")),
             "excerpt": text.autop(data.get("excerpt")),
             "slug": record.slug,
-            "image": self._image(data.get("image")),
+            "image": _image(data.get("image")),
             "all_day": bool(data.get("all_day")),
             **times,   # start_date ... timezone_abbr
             "cost": cost_text,
@@ -349,7 +307,7 @@ class Presenter:
             "tags": [self._embed(self.embedded_term, t) for t in self.refs(record, "tags")],
             "venue": venues[0] if len(venues) == 1 else venues,
             "organizer": [self._embed(self.organizer, o, single) for o in self.refs(record, "organizer")],
-            "custom_fields": self._custom_fields(data.get("custom_fields")),
+            "custom_fields": _custom_fields(data.get("custom_fields")),
         }
         if (single or series_block) and data.get("recurrence"):
             out["recurrence"] = recurrence_block(record, self.site_tz, out["rest_url"])
@@ -382,20 +340,6 @@ class Presenter:
             self.snapshot.memo.put(key, text, len(text))
         return RawJSON(text)
 
-    @staticmethod
-    def _custom_fields(value) -> dict | list:
-        if not isinstance(value, dict):
-            return []
-        fields = {}
-        for key, item in value.items():
-            if isinstance(item, dict):
-                label, val = item.get("label", key), item.get("value")
-            else:
-                label, val = key, item
-            if val not in (None, ""):
-                fields[str(key)] = {"label": str(label), "value": val if isinstance(val, str) else str(val)}
-        return fields or []
-
     # ------------------------------------------------------------------------- venues, organizers
 
     def venue(self, record: Record, single: bool = False) -> dict:
@@ -410,7 +354,7 @@ class Presenter:
             "description": text.autop(data.get("description")),
             "excerpt": text.autop(data.get("excerpt")),
             "slug": record.slug,
-            "image": self._image(data.get("image")),
+            "image": _image(data.get("image")),
         }
         for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):
             out[key] = "" if data.get(key) is None else str(data[key])
@@ -439,7 +383,7 @@ class Presenter:
             "description": text.autop(data.get("description")),
             "excerpt": text.autop(data.get("excerpt")),
             "slug": record.slug,
-            "image": self._image(data.get("image")),
+            "image": _image(data.get("image")),
             "phone": data.get("phone"),
             "website": data.get("website"),
             "email": data.get("email"),
@@ -530,14 +474,14 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
         if found is not None and len(found[0]) == len(basis) and all(
                 a is b or (type(a) is int and a == b) for a, b in zip(found[0], basis)):
             return found[1]
-    builder = Presenter(presenter.snapshot, _STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
+    builder = Presenter(presenter.snapshot, STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
     builder._refs = presenter._refs   # the same caller and snapshot: the same refs
     builder.embed_text = True
     if occurrence_json.templated(record, single):   # its series' shared text, its own ids and dates put in
         found = occurrence_json.entry(presenter.snapshot.memo, presenter.viewer, record,
                                       lambda: builder._build(record, single), to_json,
                                       lambda: _shows_stored_lineage(builder, record),
-                                      _STAND_IN, builder.event_zone(record))
+                                      STAND_IN, builder.event_zone(record))
         if found is not None:
             return found
     text = to_json(builder._build(record, single))
