@@ -364,7 +364,7 @@ class Presenter:
             out["geo_lat"] = data["geo_lat"]
             out["geo_lng"] = data["geo_lng"]
         if single:
-            out["json_ld"] = json_ld.venue_ld(record, self.urls)
+            out["json_ld"] = self._embed(json_ld.venue_ld, record, self.urls)   # the text an event's json_ld embeds
         out = {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})}
         out["show_map"] = data.get("show_map", True) is not False
         out["show_map_link"] = data.get("show_map_link", True) is not False
@@ -389,7 +389,7 @@ class Presenter:
             "email": data.get("email"),
         }
         if single:
-            out["json_ld"] = json_ld.organizer_ld(record, self.urls)
+            out["json_ld"] = self._embed(json_ld.organizer_ld, record, self.urls)
         out.update(self._global_ids(record))
         return self._guard(record, {k: v for k, v in out.items() if v not in ("", "0", False, None, [], {})})
 
