@@ -396,7 +396,7 @@ class SearchIndex:
                 self.rebuild(snapshot, progress, reason=f"the index cannot be opened ({exc!r})")
                 return True
             try:
-                self._apply(ix, writer, snapshot, changes, progress)
+                self._apply(writer, snapshot, changes, progress)
                 writer.commit()
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -405,7 +405,7 @@ class SearchIndex:
             self._write_state(snapshot.commit)
             return True
 
-    def _apply(self, ix, writer, snapshot: Snapshot, changes: dict, progress=None) -> None:
+    def _apply(self, writer, snapshot: Snapshot, changes: dict, progress=None) -> None:
         """Re-index the events whose files changed, and every id those files held or hold.
 
         Two files may claim one id (the catalog serves the first and reports the other), so
@@ -416,24 +416,27 @@ class SearchIndex:
         if not paths:
             return
         ids: set[int] = set()
-        with ix.searcher() as searcher:
+        # one searcher of the segments on disk for every lookup and deletion: without it Whoosh
+        # opens a reader of every segment per deleted term (26 terms x 8 segments read ~0.35 s
+        # of a 0.46 s sync at 10,000 events, in a thread that shares the interpreter with writes)
+        with writer.searcher() as searcher:
             for path in paths:
                 rid = rid_of_path(searcher, path)
                 if rid is not None:
                     ids.add(rid)
-        for path in paths:
-            writer.delete_by_term("path", path)
-            entry = snapshot.files.get(path)
-            record = entry[1] if entry else None
-            if record is not None and record.id is not None:
-                ids.add(record.id)
-        for n, rid in enumerate(ids, 1):
-            writer.delete_by_term("rid_key", str(rid))
-            record = snapshot.get(EVENTS, rid)
-            if record is not None:
-                writer.add_document(**event_document(record, self.site_tz))
-            if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
-                progress(n, len(ids))
+            for path in paths:
+                writer.delete_by_term("path", path, searcher=searcher)
+                entry = snapshot.files.get(path)
+                record = entry[1] if entry else None
+                if record is not None and record.id is not None:
+                    ids.add(record.id)
+            for n, rid in enumerate(ids, 1):
+                writer.delete_by_term("rid_key", str(rid), searcher=searcher)
+                record = snapshot.get(EVENTS, rid)
+                if record is not None:
+                    writer.add_document(**event_document(record, self.site_tz))
+                if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
+                    progress(n, len(ids))
 
     def rebuild(self, snapshot: Snapshot, progress=None, reason: str = "not given") -> int:
         """Index every event of ``snapshot`` into a fresh directory, then switch to it in one
