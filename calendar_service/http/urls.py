@@ -51,9 +51,14 @@ def text_with_urls(text: str, urls: Urls) -> str:
     """JSON text built with the stand-in URLs, with ``urls`` put in (JSON escapes neither ``/``
     nor the characters of a URL's host, so a plain replacement is exact). The site before the
     host path: the host path is the site's without its scheme."""
+    return _put_in(text, _replacements(urls))
+
+
+def _put_in(text: str, values: tuple) -> str:
+    """``text`` with each stand-in replaced by its value (site, REST base, host path, in that order)."""
     if TOKEN not in text:
         return text
-    for stand_in, value in zip((STAND_IN.site, STAND_IN.rest_base, STAND_IN.host_path), _replacements(urls)):
+    for stand_in, value in zip((STAND_IN.site, STAND_IN.rest_base, STAND_IN.host_path), values):
         text = text.replace(stand_in, value)
     return text
 
@@ -75,10 +80,7 @@ def neutral(text: str) -> str:
 def with_urls(obj, urls: Urls):
     """A copy of ``obj`` with the stand-in URLs replaced by ``urls`` (only what holds them is copied)."""
     if isinstance(obj, str):
-        if TOKEN not in obj:
-            return obj
-        return (obj.replace(STAND_IN.rest_base, urls.rest_base).replace(STAND_IN.site, urls.site)
-                .replace(STAND_IN.host_path, urls.host_path))
+        return _put_in(obj, (urls.site, urls.rest_base, urls.host_path))
     if isinstance(obj, dict):
         out = {key: with_urls(value, urls) for key, value in obj.items()}
         if isinstance(out.get("global_id_lineage"), list):  # a stored entry may now equal global_id
