@@ -1,64 +1,221 @@
-"""The VEVENTs already built, kept compressed in a cache bounded in bytes.
+"""The VEVENTs already built, kept compressed in temporary files, bounded in bytes and entries.
 
 A VEVENT depends on its record (immutable for its blob, so shared by the snapshots that
 follow a write), the URLs and site zone it is written with, and the venues, organizers and
 categories the caller may see embedded: an entry is reused while those are the same objects.
-It was kept on the record itself, so the cache grew with the calendar (~45 MB at 100,000
-events, never given back while the records lived). Now entries live in one least-recently-used
-``Memo`` of at most ``VEVENT_BYTES`` compressed bytes: each VEVENT is deflated against a preset
-dictionary (the first VEVENT the cache kept, which shares the site's URLs, property names and
-zones with the others), ~2.8x smaller, and inflated in microseconds when a feed reuses it. A
-feed larger than the budget rebuilds what it no longer holds (least recently used first).
+Building one costs ~1 ms (icalendar's component machinery), reading one back ~25 us, so an
+every-event feed at 100,000 events takes ~5 s warm against ~40 s cold.
+
+Where the bytes live is what this module is about. Kept as Python objects (a bytes object, its
+key and value tuples and an ordered-dict node per VEVENT) the cache of one every-event feed at
+100,000 events held ~45 MB of a worker's resident memory (~960 bytes per VEVENT). Now:
+- each VEVENT is deflated against a preset dictionary (the first VEVENT the cache kept, which
+  shares the site's URLs, property names and zones with the others; ~2.8x smaller) and written
+  to an unlinked temporary file, a *segment*; the page cache holds it, not the worker's heap;
+- in memory an entry is one ``bytes`` key (the ids of what it was built from) and one ``int``
+  (segment, offset, length): ~190 bytes;
+- the oldest segment is dropped whole once the segments pass ``budget`` bytes or the entries
+  ``size`` (a segment keeps alive the records and referenced objects its keys name by id, so no
+  id is reused while a key names it); an entry read from the older half is copied forward, so a
+  feed read often outlives the bulk that was read once.
+Reading and writing happen under one lock (a few microseconds each), so a segment is never
+closed under a reader. A child process after ``fork`` starts empty: the files would be shared.
+When a temporary file cannot be made or written, the VEVENT is simply not kept and the problem
+is logged once per process; the feed itself is unaffected.
 """
 from __future__ import annotations
 
+import logging
+import os
+import struct
+import tempfile
 import threading
+import weakref
 import zlib
 
-from calendar_service.domain.snapshot import Memo
+log = logging.getLogger(__name__)
 
-VEVENT_BYTES = 32_000_000    # bytes counted (compressed size + 200 each): a 100,000-event feed counts ~25 MB
-VEVENT_ENTRIES = 400_000
+VEVENT_BYTES = 64 << 20      # compressed bytes on disk: an every-event feed at 100,000 events writes ~17 MB
+VEVENT_ENTRIES = 400_000     # keys in memory, ~190 bytes each
+SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
+CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used
+
+_CACHES: weakref.WeakSet = weakref.WeakSet()
+
+
+class _Segment:
+    """One temporary file of compressed VEVENTs, the keys naming them, and what those keys name
+    by id (held, so that no id is reused while a key names it)."""
+    __slots__ = ("number", "fd", "size", "keys", "records", "refs")
+
+    def __init__(self, number: int, fd: int):
+        self.number = number
+        self.fd = fd
+        self.size = 0
+        self.keys: list[bytes] = []
+        self.records: list = []
+        self.refs: dict[int, object] = {}   # id -> a referenced record (a few thousand at most)
 
 
 class VeventCache:
-    """VEVENT bytes by (record, context), checked against the referenced records they were built from."""
+    """VEVENT bytes by (record, context, refs): the context is compared by value, the record and
+    the referenced records by identity."""
 
-    def __init__(self, budget: int = VEVENT_BYTES, size: int = VEVENT_ENTRIES):
-        self._memo = Memo(size, budget)
+    def __init__(self, budget: int = VEVENT_BYTES, size: int = VEVENT_ENTRIES, segment_bytes: int = SEGMENT_BYTES):
+        self.budget = budget
+        self.size = size
+        self.segment_bytes = max(1, min(segment_bytes, budget // 4))
+        self.weight = 0                       # compressed bytes in the live segments
+        self._index: dict[bytes, int] = {}    # key -> segment number << 64 | offset << 32 | length
+        self._segments: dict[int, _Segment] = {}   # oldest first
+        self._numbers = 0                     # segments made (the last one's number)
+        self._contexts: dict = {}             # context -> its number (never reused)
+        self._context_numbers = 0
         self._dictionary: bytes | None = None
+        self._failed = False
         self._lock = threading.Lock()
+        _CACHES.add(self)
 
     def get(self, record, context, refs: tuple) -> bytes | None:
         """The VEVENT bytes kept for ``record`` in ``context`` built from ``refs``, or None."""
-        found = self._memo.get((id(record), context))
-        if found is None:
+        with self._lock:
+            key = self._key(record, context, refs, add=False)
+            where = self._index.get(key) if key is not None else None
+            if where is None:
+                return None
+            segment = self._segments[where >> 64]
+            length = where & 0xFFFF_FFFF
+            try:
+                packed = os.pread(segment.fd, length, (where >> 32) & 0xFFFF_FFFF)
+            except OSError as error:
+                self._fail("read", error)
+                return None
+            if len(packed) != length:
+                self._fail("read", EOFError(f"{len(packed)} of {length} bytes"))
+                return None
+            if self.weight > self.budget // 2 and segment.number <= self._numbers - len(self._segments) * 3 // 4:
+                self._append(key, packed, record, refs)   # read again, and soon dropped: copied forward
+            dictionary = self._dictionary
+        try:
+            inflate = zlib.decompressobj(zdict=dictionary)
+            vevent = inflate.decompress(packed) + inflate.flush()
+            if not inflate.eof:
+                raise zlib.error("the stream ends early")
+        except zlib.error as error:
+            with self._lock:
+                self._fail("inflate what was read from", error)
             return None
-        kept, kept_refs, packed, dictionary = found
-        if kept is not record or len(kept_refs) != len(refs) or not all(a is b for a, b in zip(kept_refs, refs)):
-            return None
-        inflate = zlib.decompressobj(zdict=dictionary)
-        return inflate.decompress(packed) + inflate.flush()
+        return vevent
 
     def put(self, record, context, refs: tuple, vevent: bytes) -> None:
-        """Keep ``vevent``, built for ``record`` in ``context`` from ``refs`` (the record is held,
-        so its id names it while the entry lives)."""
+        """Keep ``vevent``, built for ``record`` in ``context`` from ``refs``."""
         with self._lock:
+            if self._failed:
+                return
             if self._dictionary is None:
                 self._dictionary = vevent[:DICTIONARY_BYTES]
             dictionary = self._dictionary
         deflate = zlib.compressobj(6, zdict=dictionary)
         packed = deflate.compress(vevent) + deflate.flush()
-        self._memo.put((id(record), context), (record, refs, packed, dictionary), len(packed))
-
-    @property
-    def weight(self) -> int:
-        """Bytes counted for the entries kept (their compressed sizes and a fixed cost each)."""
-        return self._memo.weight
+        with self._lock:
+            if dictionary is self._dictionary:   # not emptied (a fork) meanwhile
+                self._append(self._key(record, context, refs, add=True), packed, record, refs)
 
     def __len__(self) -> int:
-        return len(self._memo)
+        return len(self._index)
 
+    # ------------------------------------------------------------------ under the lock
+
+    def _key(self, record, context, refs: tuple, add: bool) -> bytes | None:
+        number = self._contexts.get(context)
+        if number is None:
+            if not add:
+                return None
+            self._context_numbers += 1
+            number = self._contexts[context] = self._context_numbers
+            if len(self._contexts) > CONTEXTS:
+                self._contexts.pop(next(iter(self._contexts)))
+        return struct.pack(f"<{3 + len(refs)}Q", number, len(refs), id(record), *map(id, refs))
+
+    def _append(self, key: bytes, packed: bytes, record, refs: tuple) -> None:
+        segment = self._current(len(packed))
+        if segment is None:
+            return
+        try:
+            written = os.pwrite(segment.fd, packed, segment.size)
+        except OSError as error:
+            self._fail("write", error)
+            return
+        if written != len(packed):
+            self._fail("write", OSError(f"{written} of {len(packed)} bytes written"))
+            return
+        self._index[key] = segment.number << 64 | segment.size << 32 | len(packed)
+        segment.size += len(packed)
+        segment.keys.append(key)
+        segment.records.append(record)
+        for ref in refs:
+            segment.refs[id(ref)] = ref
+        self.weight += len(packed)
+        while len(self._segments) > 1 and (self.weight > self.budget or len(self._index) > self.size):
+            self._drop(next(iter(self._segments.values())))
+
+    def _current(self, length: int) -> _Segment | None:
+        """The segment the next ``length`` bytes go to (a new one when the last is full)."""
+        if self._segments:
+            last = next(reversed(self._segments.values()))
+            if last.size == 0 or last.size + length <= self.segment_bytes:
+                return last
+        try:
+            handle = tempfile.TemporaryFile(prefix="calendar-vevents-")
+        except OSError as error:
+            self._fail("create", error)
+            return None
+        fd = os.dup(handle.fileno())
+        handle.close()
+        self._numbers += 1
+        segment = self._segments[self._numbers] = _Segment(self._numbers, fd)
+        return segment
+
+    def _drop(self, segment: _Segment) -> None:
+        for key in segment.keys:
+            where = self._index.get(key)
+            if where is not None and where >> 64 == segment.number:
+                del self._index[key]
+        del self._segments[segment.number]
+        self.weight -= segment.size
+        os.close(segment.fd)
+
+    def _fail(self, what: str, error: Exception) -> None:
+        """Stop keeping VEVENTs in this process (feeds still work, built each time), logged once."""
+        if not self._failed:
+            log.error("iCalendar: the VEVENT cache could not %s its temporary file (%s); "
+                      "VEVENTs are built for every feed from now on", what, error)
+        self._failed = True
+        self._forget()
+
+    def _forget(self, close: bool = True) -> None:
+        for segment in self._segments.values():
+            if close:
+                os.close(segment.fd)
+        self._segments.clear()
+        self._index.clear()
+        self._contexts.clear()
+        self._dictionary = None
+        self.weight = 0
+
+    def _after_fork(self) -> None:
+        """In a child: the segments' files are the parent's too; start empty."""
+        self._lock = threading.Lock()
+        self._forget()
+        self._failed = False
+
+
+def _empty_after_fork() -> None:
+    for cache in list(_CACHES):
+        cache._after_fork()
+
+
+os.register_at_fork(after_in_child=_empty_after_fork)
 
 VEVENTS = VeventCache()   # one per process: feeds of every app and snapshot share it
