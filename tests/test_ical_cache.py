@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 import tracemalloc
 
 import pytest
@@ -121,13 +122,23 @@ def test_a_forked_child_starts_empty_and_the_parent_keeps_its_vevents():
 
 def test_feeds_are_served_when_no_temporary_file_can_be_made(many, anon, monkeypatch, tmp_path, caplog):  # noqa: F811  (a fixture)
     built = _feeds(anon)
+    gone = str(tmp_path / "gone")   # a directory that does not exist
     monkeypatch.setattr(ical, "VEVENTS", ical_cache.VeventCache())
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "gone"))   # a directory that does not exist
+    monkeypatch.setattr("tempfile.tempdir", gone)
     with caplog.at_level(logging.ERROR, logger="calendar_service.http.ical_cache"):
         assert _feeds(anon) == built and _feeds(anon) == built
     assert len(ical.VEVENTS) == 0
     problems = [r for r in caplog.records if "VEVENT cache could not create" in r.getMessage()]
-    assert len(problems) == 1   # logged once, not per VEVENT
+    assert len(problems) == 1   # logged once, not per VEVENT: nothing is tried for a while
+
+    # once the retry time has passed and files can be made again, VEVENTs are kept again
+    monkeypatch.setattr(ical_cache, "RETRY_SECONDS", 3)
+    monkeypatch.setattr(ical, "VEVENTS", ical_cache.VeventCache())
+    assert _feeds(anon) == built and len(ical.VEVENTS) == 0
+    monkeypatch.setattr("tempfile.tempdir", None)
+    assert _feeds(anon) == built and len(ical.VEVENTS) == 0   # still waiting
+    time.sleep(3.1)
+    assert _feeds(anon) == built and len(ical.VEVENTS) == 40
 
 
 def test_a_large_feed_gives_the_heap_back_once_it_is_sent(many, anon, monkeypatch):  # noqa: F811  (a fixture)

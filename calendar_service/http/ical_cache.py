@@ -11,7 +11,8 @@ key and value tuples and an ordered-dict node per VEVENT) the cache of one every
 100,000 events held ~45 MB of a worker's resident memory (~960 bytes per VEVENT). Now:
 - each VEVENT is deflated against a preset dictionary (the first VEVENT the cache kept, which
   shares the site's URLs, property names and zones with the others; ~2.8x smaller) and written
-  to an unlinked temporary file, a *segment*; the page cache holds it, not the worker's heap;
+  to an unlinked temporary file (in ``TMPDIR``), a *segment*; the system's page cache holds
+  it, not the worker's heap;
 - in memory an entry is one ``bytes`` key (the ids of what it was built from) and one ``int``
   (segment, offset, length): ~190 bytes;
 - the oldest segment is dropped whole once the segments pass ``budget`` bytes or the entries
@@ -21,7 +22,8 @@ key and value tuples and an ordered-dict node per VEVENT) the cache of one every
 Reading and writing happen under one lock (a few microseconds each), so a segment is never
 closed under a reader. A child process after ``fork`` starts empty: the files would be shared.
 When a temporary file cannot be made or written, the VEVENT is simply not kept and the problem
-is logged once per process; the feed itself is unaffected.
+is logged, nothing is kept for five minutes, then the cache tries again; the feed itself is
+unaffected.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import weakref
 import zlib
 
@@ -40,6 +43,7 @@ VEVENT_ENTRIES = 400_000     # keys in memory, ~190 bytes each
 SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
 CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used
+RETRY_SECONDS = 300          # after a failed file, VEVENTs are not kept for this long
 
 _CACHES: weakref.WeakSet = weakref.WeakSet()
 
@@ -73,7 +77,7 @@ class VeventCache:
         self._contexts: dict = {}             # context -> its number (never reused)
         self._context_numbers = 0
         self._dictionary: bytes | None = None
-        self._failed = False
+        self._resume_at = 0.0                 # monotonic time before which nothing is kept (a failure)
         self._lock = threading.Lock()
         _CACHES.add(self)
 
@@ -97,6 +101,8 @@ class VeventCache:
             if self.weight > self.budget // 2 and segment.number <= self._numbers - len(self._segments) * 3 // 4:
                 self._append(key, packed, record, refs)   # read again, and soon dropped: copied forward
             dictionary = self._dictionary
+            if dictionary is None:   # emptied by a failure while copying forward
+                return None
         try:
             inflate = zlib.decompressobj(zdict=dictionary)
             vevent = inflate.decompress(packed) + inflate.flush()
@@ -111,7 +117,7 @@ class VeventCache:
     def put(self, record, context, refs: tuple, vevent: bytes) -> None:
         """Keep ``vevent``, built for ``record`` in ``context`` from ``refs``."""
         with self._lock:
-            if self._failed:
+            if self._resume_at and time.monotonic() < self._resume_at:
                 return
             if self._dictionary is None:
                 self._dictionary = vevent[:DICTIONARY_BYTES]
@@ -187,17 +193,16 @@ class VeventCache:
         os.close(segment.fd)
 
     def _fail(self, what: str, error: Exception) -> None:
-        """Stop keeping VEVENTs in this process (feeds still work, built each time), logged once."""
-        if not self._failed:
-            log.error("iCalendar: the VEVENT cache could not %s its temporary file (%s); "
-                      "VEVENTs are built for every feed from now on", what, error)
-        self._failed = True
+        """Empty the cache and keep nothing for ``RETRY_SECONDS`` (feeds still work, each VEVENT
+        built), logged: at most once per that time."""
+        log.error("iCalendar: the VEVENT cache could not %s its temporary file (%s); VEVENTs are "
+                  "built for every feed for the next %d s", what, error, RETRY_SECONDS)
+        self._resume_at = time.monotonic() + RETRY_SECONDS
         self._forget()
 
-    def _forget(self, close: bool = True) -> None:
+    def _forget(self) -> None:
         for segment in self._segments.values():
-            if close:
-                os.close(segment.fd)
+            os.close(segment.fd)
         self._segments.clear()
         self._index.clear()
         self._contexts.clear()
@@ -208,7 +213,7 @@ class VeventCache:
         """In a child: the segments' files are the parent's too; start empty."""
         self._lock = threading.Lock()
         self._forget()
-        self._failed = False
+        self._resume_at = 0.0
 
 
 def _empty_after_fork() -> None:
