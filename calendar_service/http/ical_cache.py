@@ -46,6 +46,7 @@ DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not 
 RETRY_SECONDS = 300          # after a failed file, VEVENTs are not kept for this long
 
 _CACHES: weakref.WeakSet = weakref.WeakSet()
+_PACKERS: dict[int, struct.Struct] = {}   # number of refs -> the key's layout
 
 
 class _Segment:
@@ -76,6 +77,7 @@ class VeventCache:
         self._numbers = 0                     # segments made (the last one's number)
         self._contexts: dict = {}             # context -> its number (never reused)
         self._context_numbers = 0
+        self._last_context: tuple | None = None   # (context, its number), the one asked last
         self._dictionary: bytes | None = None
         self._resume_at = 0.0                 # monotonic time before which nothing is kept (a failure)
         self._lock = threading.Lock()
@@ -134,15 +136,21 @@ class VeventCache:
     # ------------------------------------------------------------------ under the lock
 
     def _key(self, record, context, refs: tuple, add: bool) -> bytes | None:
-        number = self._contexts.get(context)
-        if number is None:
-            if not add:
-                return None
-            self._context_numbers += 1
-            number = self._contexts[context] = self._context_numbers
-            if len(self._contexts) > CONTEXTS:
-                self._contexts.pop(next(iter(self._contexts)))
-        return struct.pack(f"<{3 + len(refs)}Q", number, len(refs), id(record), *map(id, refs))
+        last = self._last_context   # a feed asks with equal contexts (a tuple of the same objects: compared fast)
+        if last is not None and last[0] == context:
+            number = last[1]
+        else:
+            number = self._contexts.get(context)
+            if number is None:
+                if not add:
+                    return None
+                self._context_numbers += 1
+                number = self._contexts[context] = self._context_numbers
+                if len(self._contexts) > CONTEXTS:
+                    self._contexts.pop(next(iter(self._contexts)))
+            self._last_context = (context, number)
+        packer = _PACKERS.get(len(refs)) or _PACKERS.setdefault(len(refs), struct.Struct(f"<{3 + len(refs)}Q"))
+        return packer.pack(number, len(refs), id(record), *map(id, refs))
 
     def _append(self, key: bytes, packed: bytes, record, refs: tuple) -> None:
         segment = self._current(len(packed))
@@ -206,6 +214,7 @@ class VeventCache:
         self._segments.clear()
         self._index.clear()
         self._contexts.clear()
+        self._last_context = None
         self._dictionary = None
         self.weight = 0
 
