@@ -14,16 +14,17 @@ key and value tuples and an ordered-dict node per VEVENT) the cache of one every
   to an unlinked temporary file (in ``TMPDIR``), a *segment*; the system's page cache holds
   it, not the worker's heap;
 - in memory an entry is one ``bytes`` key (the ids of what it was built from) and one ``int``
-  (segment, offset, length): ~190 bytes;
+  (segment, offset, length): ~155 bytes of heap;
 - the oldest segment is dropped whole once the segments pass ``budget`` bytes or the entries
   ``size`` (a segment keeps alive the records and referenced objects its keys name by id, so no
-  id is reused while a key names it); an entry read from the older half is copied forward, so a
-  feed read often outlives the bulk that was read once.
+  id is reused while a key names it); once more than half the budget is used, an entry read
+  from the oldest quarter is copied forward, so what feeds keep reading outlives the bulk that
+  one large feed wrote once.
 Reading and writing happen under one lock (a few microseconds each), so a segment is never
 closed under a reader. A child process after ``fork`` starts empty: the files would be shared.
-When a temporary file cannot be made or written, the VEVENT is simply not kept and the problem
-is logged, nothing is kept for five minutes, then the cache tries again; the feed itself is
-unaffected.
+When a temporary file cannot be made, written or read back whole, the cache empties, the problem
+is logged, and nothing is kept for ``RETRY_SECONDS`` (then it tries again); feeds are unaffected
+but for the time their VEVENTs take to build.
 """
 from __future__ import annotations
 
