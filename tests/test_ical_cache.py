@@ -106,6 +106,42 @@ def test_the_oldest_segment_goes_first_and_what_is_read_again_is_kept():
     assert hits[:5] == [True] * 5 and not any(hits[-100:])   # the newest kept, the oldest dropped
 
 
+def test_threads_reading_while_segments_are_dropped_get_their_own_bytes_or_nothing(caplog):
+    """Four threads put and read VEVENTs in a cache so small that segments are dropped (their
+    files closed, their descriptors reused by new ones) all the time: a read gives back exactly
+    what was put for that record, or None; never another VEVENT, never a failure."""
+    import threading
+
+    rng = random.Random(6)
+    cache = ical_cache.VeventCache(budget=24_000, segment_bytes=3_000)
+    records = [_Rec() for _ in range(300)]
+    vevents = {id(r): _vevent(n, rng, size=rng.randint(50, 900)) for n, r in enumerate(records)}
+    wrong, hits = [], [0]
+
+    def work(seed: int) -> None:
+        pick = random.Random(seed)
+        for _ in range(5_000):
+            record = pick.choice(records)
+            if pick.random() < 0.5:
+                cache.put(record, ("urls", "zone"), (), vevents[id(record)])
+            else:
+                got = cache.get(record, ("urls", "zone"), ())
+                if got is not None:
+                    hits[0] += 1
+                    if got != vevents[id(record)]:
+                        wrong.append(got[:40])
+
+    with caplog.at_level(logging.ERROR, logger="calendar_service.http.ical_cache"):
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not wrong and hits[0] > 1_000
+    assert not [r for r in caplog.records if r.name == "calendar_service.http.ical_cache"]
+    assert cache.weight <= cache.budget and len(cache) < len(records)
+
+
 def test_a_forked_child_starts_empty_and_the_parent_keeps_its_vevents():
     rng = random.Random(5)
     cache = ical_cache.VeventCache()
