@@ -3,8 +3,8 @@
 A VEVENT depends on its record (immutable for its blob, so shared by the snapshots that
 follow a write), the URLs and site zone it is written with, and the venues, organizers and
 categories the caller may see embedded: an entry is reused while those are the same objects.
-Building one costs ~1 ms (icalendar's component machinery), reading one back ~25 us, so an
-every-event feed at 100,000 events takes ~5 s warm against ~40 s cold.
+Building one costs ~1 ms (icalendar's component machinery), reading one back ~16 us, so an
+every-event feed at 100,000 events takes ~5 s warm against 45-50 s cold.
 
 Where the bytes live is what this module is about. Kept as Python objects (a bytes object, its
 key and value tuples and an ordered-dict node per VEVENT) the cache of one every-event feed at
