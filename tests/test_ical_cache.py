@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import threading
 import time
 import tracemalloc
 
@@ -70,7 +71,7 @@ def _vevent(n: int, rng: random.Random, size: int = 1_500) -> bytes:
 
 def test_a_kept_vevent_costs_the_heap_its_key_not_its_bytes():
     """The bytes go to temporary files: 2,000 VEVENTs of ~1.5 KB that do not compress grow the
-    heap by a few hundred bytes each (they grew it by ~2.3 KB each when kept as objects)."""
+    heap by a few hundred bytes each (~1.4 KB each when they were kept as objects)."""
     rng = random.Random(3)
     cache = ical_cache.VeventCache()
     records, vevents = [_Rec() for _ in range(2_000)], [_vevent(n, rng) for n in range(2_000)]
@@ -110,8 +111,6 @@ def test_threads_reading_while_segments_are_dropped_get_their_own_bytes_or_nothi
     """Four threads put and read VEVENTs in a cache so small that segments are dropped (their
     files closed, their descriptors reused by new ones) all the time: a read gives back exactly
     what was put for that record, or None; never another VEVENT, never a failure."""
-    import threading
-
     rng = random.Random(6)
     cache = ical_cache.VeventCache(budget=24_000, segment_bytes=3_000)
     records = [_Rec() for _ in range(300)]

@@ -40,7 +40,7 @@ import zlib
 log = logging.getLogger(__name__)
 
 VEVENT_BYTES = 64 << 20      # compressed bytes on disk: an every-event feed at 100,000 events writes ~17 MB
-VEVENT_ENTRIES = 400_000     # keys in memory, ~190 bytes each
+VEVENT_ENTRIES = 400_000     # keys in memory, ~155 bytes of heap each
 SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
 CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used
