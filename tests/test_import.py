@@ -285,6 +285,7 @@ def test_import_into_a_repository_in_use(paths, app, admin, anon, factory, repo)
 
 def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, repo, monkeypatch):
     from calendar_service.storage import catalog as catalog_module
+    from calendar_service.storage.records_cache import cache_version
     monkeypatch.setattr(catalog_module, "CACHE_MIN_FILES", 1)
     items = [_event(n, venue={"id": 50, "venue": "Hall"}) for n in range(1, 6)]
     import_items(paths, items)
@@ -309,7 +310,7 @@ def test_parsed_records_are_cached_by_blob_for_the_next_start(paths, make_app, r
     assert diff(before, first.get("/events/101").get_json()) == []
 
     # a broken cache, or one holding anything but plain data, is ignored
-    for content in (b"garbage", pickle.dumps({"version": catalog_module.CACHE_VERSION, "files": GitStore})):
+    for content in (b"garbage", pickle.dumps({"version": cache_version(), "files": GitStore})):
         cache.write_bytes(content)
         client = Client(make_app().test_client(), None)
         assert client.get("/events/101").get_json()["title"] == "Event 1"

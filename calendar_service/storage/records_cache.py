@@ -1,0 +1,268 @@
+"""The records cache: a whole snapshot of one commit kept on disk, so a start parses nothing.
+
+The file (``records.cache`` in the index folder) is derived data, safe to delete. It holds
+each file's parsed record by path and blob id, the files' git dates, the ids unreadable files
+claim and the maps the snapshot derives from the records.
+
+A cache is only as good as the code that wrote it. Its version (``cache_version``) is made of
+``FORMAT``, an explicit number raised whenever the parsing code or the cache's layout changes
+what a cached record holds, and of the versions of the libraries that shape parsed data
+(YAML loading, front matter, dates, time zones, bitmaps). A cache of another version is
+ignored and rewritten. ``tests/test_records_cache_version.py`` pins a digest of the parsing
+modules to ``FORMAT``, so a change to one of them fails the suite until ``FORMAT`` is raised.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import os
+import pickle
+import sys
+import threading
+import zlib
+from importlib import metadata
+from operator import itemgetter
+from pathlib import Path
+
+from calendar_service.domain import records
+from calendar_service.domain.records import Problem, Record
+from calendar_service.domain.resources import EVENTS, RESOURCES
+from calendar_service.domain.snapshot import Snapshot
+from calendar_service.storage.store import GitStore
+
+log = logging.getLogger(__name__)
+
+# Raise by one whenever a change to the code that parses record files or derives the snapshot's
+# maps (domain/records.py and every module it imports, domain/snapshot.py), or to this file's
+# layout, changes what a cache holds. The test named above fails until it is raised.
+FORMAT = 4
+# the distributions whose versions change what parsing gives for the same bytes
+SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
+DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
+DICTIONARY_BYTES = 8192         # its length: longer ones pack a little smaller but cost more per record
+MAX_RECORD_BYTES = 16 << 20     # a packed record inflating beyond this is not one the cache writer wrote
+
+
+def _installed(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@functools.cache
+def cache_version() -> str:
+    """The version a cache must carry to be read: ``FORMAT``, the Python version (the pickles'
+    reader) and the installed version of each of ``SHAPING_LIBRARIES``."""
+    libraries = ";".join(f"{name}={_installed(name)}" for name in SHAPING_LIBRARIES)
+    return f"records-{FORMAT};python={sys.version_info[0]}.{sys.version_info[1]};{libraries}"
+
+
+class _CacheUnpickler(pickle.Unpickler):
+    """Plain data only (YAML may give dates and times), whatever the file holds."""
+
+    ALLOWED = {("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timezone"),
+               ("datetime", "timedelta")}
+
+    def find_class(self, module, name):
+        """The allowed class; raises UnpicklingError for anything else."""
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
+
+
+def restored_entry(path, blob, packed, problems, rid, slug, facts, source) -> tuple:
+    """(blob, record or None, problems) of one cached file, checked to have the shape the cache
+    writer gives it (ValueError or TypeError otherwise): a record's resource is the one of its
+    path's folder, whatever the entry names. The record is packed: its data is read from
+    ``packed`` when first used (``source`` checks it then, see ``CachedRecords``)."""
+    if type(path) is not str or type(blob) is not str:
+        raise ValueError(f"an entry of {path!r} that no cache writer writes")
+    record = None
+    if packed is not None:
+        resource = RESOURCES.get(path[:path.find("/")])
+        if resource is None or type(packed) is not bytes or type(slug) is not str or not (rid is None or type(rid) is int):
+            raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
+        # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
+        record = Record.packed(resource, path, blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
+                               held=resource is not EVENTS)
+    return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
+
+
+def kept_entry(blob: str, record: Record | None, problems, source: "CachedRecords") -> tuple:
+    """What the cache keeps of one file (see ``restored_entry``)."""
+    kept = tuple((p.path, p.line, p.message, p.severity) for p in problems)
+    if record is None:
+        return blob, None, kept, None, None, None
+    packed = record.packed_data
+    if packed is None:
+        packed = source.pack(record.file_data())
+    return blob, packed, kept, record.resource.name, record.id, record.slug
+
+
+class CachedRecords:
+    """Packs records for the cache, and makes the data of the records restored from it when each
+    is first used: its bytes inflated and read back (plain data only), history dates filled in.
+    Bytes that do not read back as the record the entry named (a tampered or damaged cache) are
+    logged and the file is read from git instead: the answer is the one a start without a cache
+    gives.
+
+    Each record is its own zlib stream against one preset dictionary (a sample of records, kept
+    in the cache file): records of one calendar share most of their bytes, so each packs to a
+    fraction of its pickle and is made again only when used. A catalog keeps the dictionary of
+    the cache it read, so a packed record is written back as it is."""
+
+    def __init__(self, store: GitStore, author_of=None):
+        self.store = store
+        self.author_of = author_of
+        self.dictionary: bytes | None = None
+
+    def choose_dictionary(self, snapshot: Snapshot) -> None:
+        """Take a dictionary from ``snapshot``'s records, unless one is set already."""
+        if self.dictionary is not None:
+            return
+        sample = []
+        paths = sorted(snapshot.files)
+        for path in paths[::max(1, len(paths) // DICTIONARY_SAMPLE)]:
+            record = snapshot.files[path][1]
+            if record is not None:
+                sample.append(pickle.dumps(record.file_data(), protocol=pickle.HIGHEST_PROTOCOL))
+        self.dictionary = b"".join(sample)[-DICTIONARY_BYTES:]
+
+    def pack(self, data: dict) -> bytes:
+        deflate = zlib.compressobj(6, zdict=self.dictionary or b"")
+        return deflate.compress(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)) + deflate.flush()
+
+    def unpack(self, record: Record) -> tuple[dict, dict | None]:
+        """(data, filled) of packed ``record``."""
+        try:
+            inflate = zlib.decompressobj(zdict=self.dictionary or b"")
+            raw = inflate.decompress(record.packed_data, MAX_RECORD_BYTES)
+            if inflate.unconsumed_tail or not inflate.eof:
+                raise ValueError("not one whole record of at most MAX_RECORD_BYTES")
+            data = _CacheUnpickler(io.BytesIO(raw)).load()
+            if type(data) is not dict or data.get("id") != record.id or data.get("slug") != record.slug:
+                raise ValueError("not the record its entry names")
+        except Exception as exc:
+            log.warning("the records cache's entry of %s does not read (%s): reading the file from git", record.path, exc)
+            data = self._from_git(record)
+        facts = record.history
+        filled = records.fill_history(data, *facts, author_of=self.author_of) if facts is not None else None
+        return data, filled
+
+    def _from_git(self, record: Record) -> dict:
+        raw = self.store.read_blobs([record.blob]).get(record.blob)
+        parsed, problems = records.parse(record.path, raw) if raw is not None else (None, [])
+        if parsed is None or parsed.id != record.id or parsed.slug != record.slug:
+            # the entry named an id or slug its file does not have: served as a draft until the
+            # file is changed or the cache rewritten (it is never shown to the public)
+            log.error("the records cache's entry of %s names a record its file does not hold (%s): served as a draft",
+                      record.path, "; ".join(map(str, problems)) or "another id or slug")
+            return {"id": record.id, "slug": record.slug, "status": "draft"}
+        return parsed.data
+
+
+def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
+    """ValueError unless the cache's claimed ids, file dates and derived reference maps have the
+    shapes the cache writer gives them (claimed ids are integers, dates 4-tuples, reference maps
+    hold each term's bitmap as its portable bytes; what the bitmaps hold is not looked at here:
+    the snapshot deserializes them and drops the maps whole if one does not read)."""
+    if not all(type(value) is int for value in claims.values()):
+        raise ValueError("a claimed id that is not an integer")
+    facts = list(dates.values())
+    # one pass in C per check (a generator over 100,000 entries took ~70 ms of a start)
+    if facts and not (set(map(type, facts)) == {tuple} and set(map(len, facts)) == {4}
+                      and all(set(map(type, map(itemgetter(i), facts))) == {kind}
+                              for i, kind in enumerate((int, int, str, bool)))):
+        raise ValueError("file dates that are not (changed, added, e-mail, once)")
+    for name in ("refs", "published"):
+        maps = derived.get(name)
+        if maps is None:
+            continue
+        if type(maps) is not dict or not all(type(value) is bytes for value in maps.values()):
+            raise ValueError(f"the reference map {name!r} is not one the cache writer writes")
+
+
+class RecordsCacheFile:
+    """Reads and writes the cache file ``path`` for one catalog; ``source`` makes the data of
+    the records restored from it (and packs records for it)."""
+
+    def __init__(self, path: Path | None, source: CachedRecords):
+        self.path = Path(path) if path else None
+        self._source = source
+
+    def read(self) -> dict:
+        """The cache file's content (``files``: path -> (blob, packed data or None, problems as
+        tuples, resource name, id, slug); ``dictionary``: what the data was packed against; with
+        ``commit``, ``dates``, ``claims`` and ``derived``: the whole snapshot of that commit); {}
+        when unusable."""
+        if self.path is None:
+            return {}
+        try:
+            with open(self.path, "rb") as handle:
+                cached = _CacheUnpickler(io.BufferedReader(handle)).load()
+            if not isinstance(cached, dict) or cached.get("version") != cache_version():
+                return {}   # another version's (or no) cache: nothing to say, it is rewritten
+            if not isinstance(cached.get("files"), dict) or type(cached.get("dictionary")) is not bytes:
+                raise ValueError("not the layout this code writes")
+            # the records packed against it are made again as they are used: kept for good
+            if self._source.dictionary is None:
+                self._source.dictionary = cached["dictionary"]
+            if self._source.dictionary == cached["dictionary"]:
+                return cached
+        except FileNotFoundError:
+            pass
+        except Exception as exc:  # derived data: a broken cache only costs a full parse
+            log.warning("ignoring the records cache %s (%s)", self.path, exc)
+        return {}
+
+    def write(self, snapshot: "Snapshot") -> None:
+        """Save the snapshot of one commit (best effort: a failure is only logged): its parsed
+        records by path and blob, the files' git dates, the ids unreadable files claim and the
+        maps derived from the records, so that a start at that commit (or one a few files away
+        from it) neither parses, lists the tree, reads the history nor builds the maps again."""
+        source = self._source
+        source.choose_dictionary(snapshot)
+        # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
+        files = {path: kept_entry(*snapshot.files[path], source) for path in sorted(snapshot.files)}
+        # keyed by the same path objects as ``files`` (pickle then writes each path once)
+        paths = {path: path for path in files}
+        dates = {paths.get(path, path): tuple(facts) for path, facts in snapshot.file_dates.items()}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # a name of this writer's own (another process or thread may be writing one too)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(tmp, "wb") as handle:
+                pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
+                             "files": files, "dates": dates,
+                             "claims": dict(snapshot.claims), "derived": snapshot.derived()}, handle,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except Exception as exc:
+            log.warning("could not write the records cache (%s)", exc)
+
+    def restore(self, cached: dict, entry_order) -> Snapshot | None:
+        """The snapshot of the cache's commit from the cache alone (no git), or None when the
+        cache does not hold a whole snapshot, or holds something no cache writer writes (a
+        tampered or corrupt file: logged, and nothing of it is used). ``entry_order(commit,
+        paths)`` ranks the files that claim one id (see ``catalog.entry_order``)."""
+        commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
+        if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
+                and isinstance(derived, dict)):
+            return None
+        try:
+            _check_maps(claims, derived, dates)
+            source = self._source
+            files = {path: restored_entry(path, blob, packed, problems, rid, slug, dates.get(path), source)
+                     for path, (blob, packed, problems, _name, rid, slug) in cached["files"].items()}
+            file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            log.warning("ignoring the records cache %s (%s: %s)", self.path, type(exc).__name__, exc)
+            cached.clear()   # written by no cache writer: none of its entries is used either
+            return None
+
+        seniority = functools.partial(entry_order, commit)
+        snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
+        snapshot.file_dates = file_dates
+        return snapshot
