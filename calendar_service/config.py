@@ -67,102 +67,153 @@ def without_userinfo(text: str) -> str:
     return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@", r"\1", text)
 
 
+def setting(default, env: str, convert, doc: str, shown: str | None = None, secret: bool = False):
+    """A field of ``Settings``, described once: its environment variable, how the variable's text
+    becomes the value, what it means (``doc``, for operators) and its default as the
+    configuration page shows it (``shown``; else the default itself)."""
+    return field(default=default, repr=not secret,
+                 metadata={"env": env, "convert": convert, "doc": doc, "shown": shown, "secret": secret})
+
+
+# variables read outside ``Settings`` (by Python itself), shown on the configuration page too
+OTHER_VARIABLES = (
+    ("TMPDIR", "the system's (`/tmp`)",
+     "where each worker keeps its built VEVENTs for iCalendar feeds: unlinked temporary files, at most "
+     "64 MB per worker (its memory holds only their keys); when none can be made, feeds are built whole "
+     "and the error is logged"),
+    ("GIT_SSH_COMMAND", "none",
+     "how git reaches an ssh remote (`ssh -i KEY -o ...`); passed to the git commands that talk to the "
+     "remote, the only `GIT_*` variables that are (with `GIT_SSH`)"),
+    ("GIT_SSH", "none", "the ssh program git runs for an ssh remote (see `GIT_SSH_COMMAND`)"),
+)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service needs to know about its surroundings.
 
-    Paths are absolute once ``resolved()`` has run. ``site_timezone`` is an IANA name.
+    Paths are absolute once ``resolved()`` has run. ``site_timezone`` is an IANA name. Each field
+    names its environment variable and says what it means: ``docs/configuration.md`` is made
+    from them (``python3 -m calendar_service settings --markdown``).
     """
 
-    content_dir: Path = Path("content")
-    index_dir: Path = Path("index")
-    users_file: Path = Path("users.yaml")
-    branch: str = "main"
-    site_timezone: str = "UTC"
-    site_url: str = ""                 # public home of the calendar site; default: the request's host
-    per_page_default: int = 10
-    per_page_max: int = 50
-    max_body_bytes: int = 4 * 1024 * 1024
-    seed_sample: bool = True           # create the sample calendar when the content repo is new
-    committer_name: str = "Calendar Service"
-    committer_email: str = "calendar-service@localhost"
-    cors_origins: tuple[str, ...] = ()
-    wp_compat: bool = False            # also serve the API under /wp-json/tribe/events/v1 and /wp-json/
-    # Host header values answered (Django's ALLOWED_HOSTS: "*" any, ".example.org" the domain and
-    # its subdomains); empty = the local names and the host of ``site_url``
-    allowed_hosts: tuple[str, ...] = ()
-    # the git remote the branch is pushed to and pulled from ("" = none); may hold credentials
-    git_remote: str = field(default="", repr=False)
-    git_remote_branch: str = ""        # default: ``branch``
-    pull_interval: float = 30.0        # seconds between periodic pulls; 0 = only on the webhook
-    remote_timeout: float = 10.0       # seconds one git command talking to the remote may take
-    webhook_secret: str = field(default="", repr=False)
-    # limits on guessing (auth/limits.py): failed sign-ins per login and per client address in a
-    # window of seconds, wrong event passwords per event and address; 0 attempts = no limit
-    login_attempts: int = 10
-    login_address_attempts: int = 30
-    login_window: float = 300.0
-    event_password_attempts: int = 10
-    event_password_window: float = 300.0
-    limiter_size: int = 10_000          # keys each limiter remembers at most (oldest dropped)
-    argon2_concurrency: int = 2         # Argon2 checks (~50 MB each) running at once per process
-    trust_forwarded_for: bool = False   # client address from X-Forwarded-For (behind a proxy only)
-    # outbound webhooks (service/webhooks.py): subscriptions and their delivery queue live in one
-    # SQLite database in ``state_dir`` (never in the content repository)
-    state_dir: Path = Path("state")
-    webhook_delivery: bool = True        # this process may deliver (one at a time, by a lease in the database)
-    # networks webhook targets may be in besides public addresses: () none, ("*",) any
-    webhook_allow_private: tuple[str, ...] = ()
-    webhook_timeout: float = 10.0        # seconds to connect to a target and read its answer
-    webhook_backoff: float = 10.0        # first retry after this many seconds, doubled per failure ...
-    webhook_backoff_max: float = 3600.0  # ... up to this many
-    webhook_max_failures: int = 20       # consecutive failures that disable a subscription; 0 = never
-    webhook_lease: float = 30.0          # seconds a delivering process holds the lease without renewing it
-    webhook_poll: float = 1.0            # seconds between looks at the branch head and the queue
-    # recurring events: open-ended rules are expanded this many months ahead (1..120)
-    recurrence_horizon: int = 24
-
-    # environment variable -> (field name, converter)
-    ENV = {
-        "CALENDAR_CONTENT_DIR": ("content_dir", Path),
-        "CALENDAR_INDEX_DIR": ("index_dir", Path),
-        "CALENDAR_USERS_FILE": ("users_file", Path),
-        "CALENDAR_BRANCH": ("branch", str),
-        "CALENDAR_TIMEZONE": ("site_timezone", str),
-        "CALENDAR_SITE_URL": ("site_url", str),
-        "CALENDAR_PER_PAGE": ("per_page_default", int),
-        "CALENDAR_MAX_PER_PAGE": ("per_page_max", int),
-        "CALENDAR_MAX_BODY_BYTES": ("max_body_bytes", int),
-        "CALENDAR_SEED_SAMPLE": ("seed_sample", _bool),
-        "CALENDAR_COMMITTER_NAME": ("committer_name", str),
-        "CALENDAR_COMMITTER_EMAIL": ("committer_email", str),
-        "CALENDAR_CORS_ORIGINS": ("cors_origins", _list),
-        "CALENDAR_WP_COMPAT": ("wp_compat", _bool),
-        "CALENDAR_ALLOWED_HOSTS": ("allowed_hosts", _list),
-        "CALENDAR_GIT_REMOTE": ("git_remote", str),
-        "CALENDAR_GIT_REMOTE_BRANCH": ("git_remote_branch", str),
-        "CALENDAR_PULL_INTERVAL": ("pull_interval", float),
-        "CALENDAR_REMOTE_TIMEOUT": ("remote_timeout", float),
-        "CALENDAR_WEBHOOK_SECRET": ("webhook_secret", str),
-        "CALENDAR_LOGIN_ATTEMPTS": ("login_attempts", int),
-        "CALENDAR_LOGIN_ADDRESS_ATTEMPTS": ("login_address_attempts", int),
-        "CALENDAR_LOGIN_WINDOW": ("login_window", float),
-        "CALENDAR_EVENT_PASSWORD_ATTEMPTS": ("event_password_attempts", int),
-        "CALENDAR_EVENT_PASSWORD_WINDOW": ("event_password_window", float),
-        "CALENDAR_LIMITER_SIZE": ("limiter_size", int),
-        "CALENDAR_ARGON2_CONCURRENCY": ("argon2_concurrency", int),
-        "CALENDAR_TRUST_FORWARDED_FOR": ("trust_forwarded_for", _bool),
-        "CALENDAR_STATE_DIR": ("state_dir", Path),
-        "CALENDAR_WEBHOOK_DELIVERY": ("webhook_delivery", _bool),
-        "CALENDAR_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", _networks),
-        "CALENDAR_WEBHOOK_TIMEOUT": ("webhook_timeout", float),
-        "CALENDAR_WEBHOOK_BACKOFF": ("webhook_backoff", float),
-        "CALENDAR_WEBHOOK_BACKOFF_MAX": ("webhook_backoff_max", float),
-        "CALENDAR_WEBHOOK_MAX_FAILURES": ("webhook_max_failures", int),
-        "CALENDAR_WEBHOOK_LEASE": ("webhook_lease", float),
-        "CALENDAR_WEBHOOK_POLL": ("webhook_poll", float),
-        "CALENDAR_RECURRENCE_HORIZON": ("recurrence_horizon", int),
-    }
+    content_dir: Path = setting(
+        Path("content"), "CALENDAR_CONTENT_DIR", Path,
+        "the content repository (a git repository; created, with the sample calendar, if missing)")
+    index_dir: Path = setting(
+        Path("index"), "CALENDAR_INDEX_DIR", Path,
+        "derived data (the search index, the records cache); safe to delete")
+    users_file: Path = setting(
+        Path("users.yaml"), "CALENDAR_USERS_FILE", Path,
+        "accounts and hashed application passwords; refused inside the content repository")
+    branch: str = setting("main", "CALENDAR_BRANCH", str, "the branch the service reads and writes")
+    site_timezone: str = setting(
+        "UTC", "CALENDAR_TIMEZONE", str,
+        "the site time zone (IANA name): default list window, events without their own zone")
+    site_url: str = setting(
+        "", "CALENDAR_SITE_URL", str, "public site URL used for permalinks (`url`) and `global_id`",
+        shown="the request's host")
+    per_page_default: int = setting(10, "CALENDAR_PER_PAGE", int, "default `per_page` of every list")
+    per_page_max: int = setting(
+        50, "CALENDAR_MAX_PER_PAGE", int,
+        "`per_page` values above this are silently capped (as the original does at 50)")
+    max_body_bytes: int = setting(4 * 1024 * 1024, "CALENDAR_MAX_BODY_BYTES", int, "larger request bodies get 413")
+    seed_sample: bool = setting(
+        True, "CALENDAR_SEED_SAMPLE", _bool, "write the sample calendar into a newly created content repository")
+    committer_name: str = setting(
+        "Calendar Service", "CALENDAR_COMMITTER_NAME", str,
+        "committer name of API commits (the author is always the signed-in user)")
+    committer_email: str = setting(
+        "calendar-service@localhost", "CALENDAR_COMMITTER_EMAIL", str, "committer e-mail of API commits")
+    cors_origins: tuple[str, ...] = setting(
+        (), "CALENDAR_CORS_ORIGINS", _list,
+        "comma-separated origins allowed to call the API from a browser (`*` for any)")
+    wp_compat: bool = setting(
+        False, "CALENDAR_WP_COMPAT", _bool,
+        "also serve the API under the original plugin's URL space, `/wp-json/tribe/events/v1/`, and "
+        "WordPress' discovery index `/wp-json/`; off: those paths are 404")
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "CALENDAR_ALLOWED_HOSTS", _list,
+        "comma-separated Host header values answered (as Django's `ALLOWED_HOSTS`: `*` any, `.example.org` "
+        "that domain and its subdomains; the port is not compared); any other Host gets 400 "
+        "`rest_invalid_host` before anything is read",
+        shown="`localhost`, `127.0.0.1`, `[::1]` and the host of `CALENDAR_SITE_URL`")
+    git_remote: str = setting(
+        "", "CALENDAR_GIT_REMOTE", str,
+        "a git remote (URL, path, or the name of a remote configured in the content repository) every "
+        "write is pushed to and pulled from; none = no remote. May hold credentials: never logged",
+        secret=True)
+    git_remote_branch: str = setting(
+        "", "CALENDAR_GIT_REMOTE_BRANCH", str, "the branch of the remote to follow", shown="`CALENDAR_BRANCH`")
+    pull_interval: float = setting(
+        30.0, "CALENDAR_PULL_INTERVAL", float,
+        "seconds between pulls from the remote (each worker); `0` = pull only on the webhook and when a "
+        "push is refused")
+    remote_timeout: float = setting(
+        10.0, "CALENDAR_REMOTE_TIMEOUT", float,
+        "seconds one git command talking to the remote (fetch, push, ls-remote) may take; then the "
+        "request answers 503 `calendar-remote-unavailable`")
+    webhook_secret: str = setting(
+        "", "CALENDAR_WEBHOOK_SECRET", str,
+        "secret of the push webhook `POST /calendar/events/v1/hooks/git`; without it (or without a remote) "
+        "the hook answers 403 `calendar-webhook-disabled`",
+        secret=True)
+    login_attempts: int = setting(
+        10, "CALENDAR_LOGIN_ATTEMPTS", int,
+        "failed sign-ins per login (existing or not) within the window; then 429 `rest_too_many_requests` "
+        "with `Retry-After`, even for the right password; `0` = no limit")
+    login_address_attempts: int = setting(
+        30, "CALENDAR_LOGIN_ADDRESS_ATTEMPTS", int, "failed sign-ins per client address, across logins, within the window")
+    login_window: float = setting(300.0, "CALENDAR_LOGIN_WINDOW", float, "seconds the sign-in limits look back")
+    event_password_attempts: int = setting(
+        10, "CALENDAR_EVENT_PASSWORD_ATTEMPTS", int,
+        "wrong event passwords per event and client address within the window; then 429")
+    event_password_window: float = setting(
+        300.0, "CALENDAR_EVENT_PASSWORD_WINDOW", float, "seconds the event password limit looks back")
+    limiter_size: int = setting(
+        10_000, "CALENDAR_LIMITER_SIZE", int, "entries each limit remembers at most (the oldest is dropped)")
+    argon2_concurrency: int = setting(
+        2, "CALENDAR_ARGON2_CONCURRENCY", int,
+        "Argon2 checks (about 50 MB each) running at once per worker; a check waiting over 2 s gets 503 "
+        "with `Retry-After`")
+    trust_forwarded_for: bool = setting(
+        False, "CALENDAR_TRUST_FORWARDED_FOR", _bool,
+        "take the client address from `X-Forwarded-For` (its last entry); only behind a proxy that sets it")
+    state_dir: Path = setting(
+        Path("state"), "CALENDAR_STATE_DIR", Path,
+        "the service's own state (webhook subscriptions with their secrets, the delivery queue): one SQLite "
+        "database, `webhooks.sqlite3`, mode 0600, created by the first subscription; refused inside the "
+        "content repository")
+    webhook_delivery: bool = setting(
+        True, "CALENDAR_WEBHOOK_DELIVERY", _bool,
+        "`0` keeps this instance from ever delivering webhooks (one process delivers at a time, by a lease "
+        "in the state database)")
+    webhook_allow_private: tuple[str, ...] = setting(
+        (), "CALENDAR_WEBHOOK_ALLOW_PRIVATE", _networks,
+        "networks webhook targets may be in besides public addresses: comma-separated "
+        "(`127.0.0.0/8,10.1.0.0/16`), or `1`/`*` for any address; for tests and intranets")
+    webhook_timeout: float = setting(
+        10.0, "CALENDAR_WEBHOOK_TIMEOUT", float,
+        "seconds one delivery may take (connecting, sending, reading the answer)")
+    webhook_backoff: float = setting(
+        10.0, "CALENDAR_WEBHOOK_BACKOFF", float,
+        "seconds before the first retry of a failed delivery, doubled per failure up to "
+        "`CALENDAR_WEBHOOK_BACKOFF_MAX`")
+    webhook_backoff_max: float = setting(
+        3600.0, "CALENDAR_WEBHOOK_BACKOFF_MAX", float, "the longest wait between retries of a delivery, in seconds")
+    webhook_max_failures: int = setting(
+        20, "CALENDAR_WEBHOOK_MAX_FAILURES", int,
+        "consecutive failed attempts that disable a subscription; `0` = never")
+    webhook_lease: float = setting(
+        30.0, "CALENDAR_WEBHOOK_LEASE", float,
+        "seconds the delivering process holds its lease without renewing it (longer than the timeout); "
+        "another process takes over after that")
+    webhook_poll: float = setting(
+        1.0, "CALENDAR_WEBHOOK_POLL", float, "seconds between looks at the branch head and the delivery queue")
+    recurrence_horizon: int = setting(
+        24, "CALENDAR_RECURRENCE_HORIZON", int,
+        "months ahead (1 to 120) that open-ended recurring events are expanded to, as the original's Pro "
+        "setting; the horizon moves each midnight UTC, the files never change")
 
     @classmethod
     def from_env(cls, environ: dict | None = None, **overrides) -> "Settings":
@@ -172,7 +223,8 @@ class Settings:
         """
         environ = os.environ if environ is None else environ
         values = {}
-        for var, (name, convert) in cls.ENV.items():
+        for setting_field in fields(cls):
+            var, convert, name = setting_field.metadata["env"], setting_field.metadata["convert"], setting_field.name
             raw = environ.get(var)
             if raw is None or raw == "":
                 continue
@@ -265,3 +317,64 @@ class Settings:
         """The end of the recurrence horizon at ``now`` (default: now): where open-ended rules stop
         (``CALENDAR_RECURRENCE_HORIZON`` months ahead, rounded up to the next midnight UTC)."""
         return horizon_end(now or datetime.now(timezone.utc), int(self.recurrence_horizon))
+
+
+def _shown(value) -> str:
+    """A default as the configuration page shows it."""
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value in ("", ()):
+        return "none"
+    return f"`{value}`"
+
+
+def configuration_page() -> str:
+    """``docs/configuration.md``: every setting with its variable, default and meaning, made from
+    the fields of ``Settings`` (a test fails when the page and this text differ)."""
+    rows = []
+    for setting_field in fields(Settings):
+        meta = setting_field.metadata
+        default = meta["shown"] or _shown(setting_field.default)
+        rows.append(f"| `{meta['env']}` | {default} | `{setting_field.name}` | {meta['doc']} |")
+    for name, default, doc in OTHER_VARIABLES:
+        rows.append(f"| `{name}` | {default} | | {doc} |")
+    table = "\n".join(rows)
+    return f"""# Configuration
+
+Every setting comes from an environment variable, read once when the service starts (the web
+app and every command alike). Embedding code and tests pass the same settings to
+`create_app({{...}})` by their key. A value that cannot be used stops the start with a message
+naming the variable; an empty variable counts as unset.
+
+`python3 -m calendar_service settings` prints the values this environment gives (secrets as
+`set` or `not set`).
+
+| variable | default | key | meaning |
+|---|---|---|---|
+{table}
+
+Relative paths are taken from the directory the service starts in.
+
+This page is made from the settings in `calendar_service/config.py` by
+`python3 -m calendar_service settings --markdown > docs/configuration.md`;
+`tests/test_configuration_doc.py` fails when the two differ.
+"""
+
+
+def effective_settings(settings: Settings) -> list[tuple[str, str]]:
+    """(variable, value as text) of every setting of ``settings``, secrets as ``set`` / ``not set``."""
+    shown = []
+    for setting_field in fields(Settings):
+        value = getattr(settings, setting_field.name)
+        if setting_field.metadata["secret"]:
+            text = "set" if value else "not set"
+        elif isinstance(value, tuple):
+            text = ",".join(value)
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = str(value)
+        shown.append((setting_field.metadata["env"], text))
+    return shown

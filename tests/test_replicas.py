@@ -221,9 +221,9 @@ def test_the_remote_timeout_setting():
     assert Settings.from_env({"CALENDAR_REMOTE_TIMEOUT": "2.5"}).remote_timeout == 2.5
     with pytest.raises(ValueError, match="CALENDAR_REMOTE_TIMEOUT"):
         Settings.from_env({"CALENDAR_REMOTE_TIMEOUT": "0"})
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "`CALENDAR_REMOTE_TIMEOUT` | `10`" in readme
-    assert "gunicorn -w 4 --timeout 60 " in readme
+    root = Path(__file__).resolve().parent.parent
+    assert "`CALENDAR_REMOTE_TIMEOUT` | `10`" in (root / "docs" / "configuration.md").read_text()
+    assert "gunicorn -w 4 --timeout 60 " in (root / "README.md").read_text()
 
 
 # ----------------------------------------------------------------------------- change tokens

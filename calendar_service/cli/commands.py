@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
-from calendar_service.config import Settings
+from calendar_service.config import Settings, configuration_page, effective_settings
 from calendar_service.domain import records
 from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
@@ -331,6 +331,16 @@ def cmd_new(options) -> int:
     return 0
 
 
+def cmd_settings(options) -> int:
+    """Print the settings: this environment's values, or (``--markdown``) the configuration page."""
+    if options.markdown:
+        sys.stdout.write(configuration_page())
+        return 0
+    for variable, value in effective_settings(Settings.from_env()):
+        print(f"{variable}={value}")
+    return 0
+
+
 def cmd_import(options) -> int:
     from calendar_service.cli import importer
     from calendar_service.storage.store import StoreError
@@ -441,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="print the state of the content repository, the git remote "
                                                  "(last pull, refused commit), the index and skipped files as JSON")
     status.set_defaults(func=cmd_status)
+    settings = commands.add_parser("settings", help="print the settings this environment gives (see docs/configuration.md)")
+    settings.add_argument("--markdown", action="store_true", help="print the configuration page made from the settings")
+    settings.set_defaults(func=cmd_settings)
     new = commands.add_parser("new", help="write a new record file (not committed)")
     new.add_argument("kind", choices=[r.singular for r in RESOURCES.values()])
     new.add_argument("--title", required=True, help="title (events), name (venues, organizers, terms)")
