@@ -604,14 +604,14 @@ def test_a_fixed_offset_zone_names_itself_in_the_lines_it_writes():
     assert rec.to_ical_lines(again).dtstart == "DTSTART;TZID=UTC+5:20260901T190000"
 
 
-def test_the_example_file_of_the_design_document_is_a_valid_series():
+def test_the_example_series_of_the_editors_guide_is_a_valid_series():
     import re
     from pathlib import Path
 
     import frontmatter
 
-    text = (Path(__file__).parent.parent / "docs" / "recurrence.md").read_text(encoding="utf-8")
-    example = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    text = (Path(__file__).parent.parent / "docs" / "editing.md").read_text(encoding="utf-8")
+    example = next(block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "recurrence:" in block)
     data = frontmatter.loads(example).metadata
     s = rec.parse_recurrence(data["recurrence"], data["exceptions"], data["start_date"], data["end_date"],
                              ZoneInfo(data["timezone"]), bool(data.get("all_day")))

@@ -1,5 +1,5 @@
 """Writes to recurring events: ``recurrence`` on creates and updates, and updates and deletes of
-occurrences with a scope (``this``, ``following``, ``all``; docs/recurrence.md "Edit scopes").
+occurrences with a scope (``this``, ``following``, ``all``; docs/decisions.md "Edit scopes").
 
 Each write plans the series' file (and, for ``following``, the new series' file) in one
 ``WritePlan``, so the service commits it as one commit authored by the caller. The fields a

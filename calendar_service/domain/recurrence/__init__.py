@@ -1,4 +1,4 @@
-"""Recurring events: one event file holds a whole series (docs/recurrence.md has the design).
+"""Recurring events: one event file holds a whole series (docs/decisions.md has the design).
 
 A series is an event whose front matter carries ``recurrence:``, a list of RFC 5545 lines in
 the shape Google Calendar's API uses (``RRULE:FREQ=WEEKLY;BYDAY=TU``, ``EXDATE;TZID=...:...``,
