@@ -15,6 +15,7 @@ from calendar_service.http import docs
 from calendar_service.http import i18n
 from calendar_service.http.urls import Urls
 from calendar_service.http.arguments import Arg
+from calendar_service.http.checks import NONEMPTY
 from calendar_service.http.routes import COMMON_ARGS, ROUTES, Endpoint, Route
 from conftest import API
 
@@ -196,7 +197,7 @@ def test_real_responses_match_their_documented_schemas(client, factory, admin):
 
 def test_a_new_route_gets_a_generic_entry_and_may_name_its_response_schema():
     urls = Urls("http://x.test/calendar/events/v1", "http://x.test")
-    since = Arg("since", "A commit", type="string", check="nonempty")
+    since = Arg("since", "A commit", type="string", check=NONEMPTY)
     plain = Route("/changes", (Endpoint(("GET",), "changes", (since,)),))
     named = Route("/things", (Endpoint(("GET",), "things", (), response="Event"),))
     bodies: dict = {}

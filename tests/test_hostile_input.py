@@ -19,6 +19,7 @@ import pytest
 from calendar_service.domain.records import is_safe_slug, resource_of_path
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.http.arguments import create_args
+from calendar_service.http.checks import NONEMPTY, STRING_OR_EMPTY
 from calendar_service.http.routes import ROUTES
 from conftest import API, Client
 
@@ -159,7 +160,7 @@ def test_wrong_types_in_every_field_of_every_write_route(app, repo, world):
                 base = valid_body(resource, n) if method == "post" else {}
                 checker.send(method, path, f"{arg}={value!r:.60}", json={**base, arg: value})
         text_fields = [a.name for a in create_args(RESOURCES[resource]) if a.type == "string" or a.check in (
-            "string_or_empty", "nonempty")]
+            STRING_OR_EMPTY, NONEMPTY)]
         for i, value in enumerate(TEXT_VALUES):
             method, path, args = variants[i % len(variants)]
             n += 1

@@ -24,7 +24,7 @@ from calendar_service.http.call import Call, json_response, service
 from calendar_service.http.handlers import HANDLERS
 from calendar_service.http.handlers.hooks import check_signature
 from calendar_service.http.form import php_nested
-from calendar_service.http.params import CheckContext, Invalid, check_value, depth
+from calendar_service.http.params import CheckContext, Invalid, depth
 from calendar_service.http.routes import NAMESPACE, Endpoint, match
 from calendar_service.service.calendar import CalendarService
 
@@ -128,7 +128,7 @@ def validate(endpoint: Endpoint, raw: dict, ctx: CheckContext, svc: CalendarServ
         if arg.name not in values:
             continue
         try:
-            clean[arg.name] = check_value(arg, values[arg.name], ctx)
+            clean[arg.name] = arg.clean(values[arg.name], ctx)
         except Invalid as exc:
             reasons[arg.name] = exc.reason
             if exc.detail:

@@ -2,7 +2,7 @@
 
 Both walk ``routes.ROUTES`` (plus ``routes.COMMON_ARGS``, which every route takes), so any
 route in the table is described in both, with the same methods and arguments. The OpenAPI
-schema of an argument comes from the check that validates it (``CHECK_SCHEMAS``), so the
+schema of an argument comes from the check that validates it (``Check.schema``), so the
 document says what the API really accepts; an Endpoint may name its success schema
 (``Endpoint.response``), else one is chosen by handler and resource, else the response is
 described without a body. Descriptions and summaries come in the request's language.
@@ -13,12 +13,10 @@ from __future__ import annotations
 import functools
 import re
 
-from calendar_service.domain.booleans import LENIENT
 from calendar_service.http.i18n import N_, gettext
-from calendar_service.http.params import ORDERBY
 from calendar_service.http.urls import Urls
-from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
-from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
+from calendar_service.http.arguments import ICAL, LINKED_ORGANIZER, LINKED_VENUE, NO_DEFAULT, Arg
+from calendar_service.http.checks import ID_SCHEMA
 from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, WP_NAMESPACE, Endpoint, Route, summary_of
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
@@ -205,67 +203,10 @@ SCHEMAS["GitHookResult"] = {"type": "object", "required": ["pulled", "head"], "p
 
 # ----------------------------------------------------------------------------- /doc: arguments
 
-_ID = {"type": "integer", "minimum": 0}
-_POSITIVE = {"type": "integer", "minimum": 1, "maximum": 999999999}
-_NONEMPTY = {"type": "string", "minLength": 1}
-_ID_OR_SLUG = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
-_BOOLEAN_WORDS = {"type": "string", "enum": LENIENT.all()}
-_SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}]}
-
-
-def _linked_schema(resource: str) -> dict:
-    """A venue or organizer of an event payload: ids (a list or CSV) or objects describing new records."""
-    new = {"$ref": f"#/components/schemas/{_LINKED_NEW[resource]}"}
-    return {"anyOf": [_ID, {"type": "string"}, new, {"type": "array", "items": {"anyOf": [_ID, new]}}]}
-
-
-_LINKED_NEW = {"venues": "EventVenueInput", "organizers": "EventOrganizerInput"}
-
-
-# What each check (params.CHECKS) accepts, as an OpenAPI 3.0 schema.
-CHECK_SCHEMAS = {
-    "positive_int": _POSITIVE,
-    "date": _NONEMPTY,
-    "strict_dates": _NONEMPTY,
-    "search": _NONEMPTY,
-    "nonempty": _NONEMPTY,
-    "string_or_empty": _STRING,
-    "category_filter": {"type": "array", "items": _ID_OR_SLUG},
-    "tag_filter": {"type": "array", "items": _ID_OR_SLUG},
-    "category_list": {"type": "array", "items": _ID_OR_SLUG},
-    "tag_list": {"type": "array", "items": _ID_OR_SLUG},
-    "venue_filter": {"type": "array", "items": _ID},
-    "organizer_filter": {"type": "array", "items": _ID},
-    "status_filter": {"type": "array", "minItems": 1,
-                      "items": {"type": "string", "enum": list(POST_STATUSES + OTHER_REGISTERED_STATUSES)}},
-    "latitude": {"type": "number", "format": "double", "minimum": -90, "maximum": 90},
-    "longitude": {"type": "number", "format": "double", "minimum": -180, "maximum": 180},
-    "positive_int_list": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
-    "event_id": _ID,
-    "user_id": _ID,
-    "category_id": _ID,
-    "boolean_like": _BOOLEAN_WORDS,
-    "post_status": {"type": "string", "enum": [s for s in POST_STATUSES if s != "trash"]},
-    "timezone": _STRING,
-    "url_or_empty": _STRING,
-    "image": _STRING,
-    "cost": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array", "items": _SCALAR}]},
-    "term_list": {"anyOf": [{"type": "string"}, {"type": "integer"},
-                            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}]},
-    "order": {"type": "string", "enum": ["asc", "desc"]},
-    "orderby": {"type": "string", "enum": list(ORDERBY)},
-    "event_id_format": _ID,
-    **{f"{r.singular}_record": _ID for r in RESOURCES.values()},
-    **{f"{r.singular}_slug": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"} for r in RESOURCES.values()},
-}
-
-
 def param_schema(arg: Arg) -> dict:
     """The OpenAPI schema of a path or query argument: from its check, else from its declared type."""
-    if arg.check in CHECK_SCHEMAS:
-        return dict(CHECK_SCHEMAS[arg.check])
-    if arg.check in ("linked_venue", "linked_organizer"):
-        return _linked_schema("venues" if arg.check == "linked_venue" else "organizers")
+    if arg.check is not None:
+        return dict(arg.check.schema)
     if arg.items:
         return {"type": "array", "items": {"type": arg.items}}
     if arg.type in ("integer", "boolean", "string"):
@@ -276,10 +217,12 @@ def param_schema(arg: Arg) -> dict:
 
 
 def _body_schema(arg: Arg) -> dict:
-    """A body field's schema: JSON bodies may also send booleans where words are accepted."""
-    schema = param_schema(arg)
-    if arg.check == "boolean_like":
-        schema = {"anyOf": [{"type": "boolean"}, _BOOLEAN_WORDS]}
+    """A body field's schema: its check's for body fields when it has one (JSON bodies may also
+    send booleans where words are accepted), else the parameter's; nullable unless required."""
+    if arg.check is not None and arg.check.body_schema is not None:
+        schema = dict(arg.check.body_schema)
+    else:
+        schema = param_schema(arg)
     if not arg.required:
         schema["nullable"] = True  # a null field counts as not given
     return schema
@@ -291,9 +234,9 @@ def _is_list(schema: dict) -> bool:
     return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", ()))
 
 
-for _resource, _schema_name in _LINKED_NEW.items():
-    SCHEMAS[_schema_name] = {"type": "object", "properties": {
-        "id": _ID, **{a.name: _body_schema(a) for a in create_args(RESOURCES[_resource])}}}
+for _linked in (LINKED_VENUE, LINKED_ORGANIZER):  # a new venue or organizer in an event payload
+    SCHEMAS[_linked.component] = {"type": "object", "properties": {
+        "id": ID_SCHEMA, **{a.name: _body_schema(a) for a in _linked.args}}}
 
 
 # ----------------------------------------------------------------------------- /doc: operations

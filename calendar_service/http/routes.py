@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 
 from calendar_service.http.i18n import LANGUAGES, N_
-from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
+from calendar_service.domain.resources import CATEGORIES, EVENTS, POST_TYPES, TAGS, TERM_TYPES, Resource
+from calendar_service.http import checks
 from calendar_service.http.arguments import ICAL, OCCURRENCE_ARGS, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
 
 NAMESPACE = "calendar/events/v1"
@@ -71,13 +72,14 @@ _SLUG_TEXT = {"events": N_("the event post name"), "venues": N_("the venue post 
 
 
 def _id_arg(resource: Resource) -> Arg:
-    check = "event_id_format" if resource is EVENTS else f"{resource.singular}_record"
+    # an event id is looked up by the handler: it may name an occurrence of a recurring series
+    check = checks.ID_FORMAT if resource is EVENTS else checks.existing_record(resource)
     return Arg("id", _ID_TEXT[resource.name], type="integer", required=True, check=check, location="path")
 
 
 def _slug_arg(resource: Resource) -> Arg:
     return Arg("slug", _SLUG_TEXT[resource.name], type="string", required=True,
-               check=f"{resource.singular}_slug", location="path")
+               check=checks.existing_slug(resource), location="path")
 
 
 PASSWORD = Arg("password", N_("The event password"), type="string")
@@ -220,7 +222,7 @@ def build_routes() -> tuple[Route, ...]:
 
 
 COMMIT = Arg("commit", N_("A commit of the content repository's branch (4 to 40 hexadecimal digits, as listed "
-                "by the revisions route)"), type="string", required=True, check="commit_id", location="path")
+                "by the revisions route)"), type="string", required=True, check=checks.COMMIT_ID, location="path")
 SINCE = Arg("since", N_("The next_token of an earlier response: list the records created, updated or deleted "
                "since then. Without it only the current next_token is returned; an unknown or expired token "
                "gives 410 (read everything again)"), type="string")
@@ -271,14 +273,14 @@ _TAGS = N_("Only changes of events with one of these event tags (IDs or slugs) a
 _ENABLED = N_("Whether the subscription is delivered to; true re-enables a subscription disabled after failed "
               "deliveries (its queued deliveries are retried at once)")
 SUBSCRIPTION_FILTER = (
-    Arg("types", _TYPES, items="string", check="resource_types", location="body"),
-    Arg("categories", _CATEGORIES, items="integer", check="category_list", location="body"),
-    Arg("tags", _TAGS, items="integer", check="tag_list", location="body"),
+    Arg("types", _TYPES, items="string", check=checks.RESOURCE_TYPE_LIST, location="body"),
+    Arg("categories", _CATEGORIES, items="integer", check=checks.terms(CATEGORIES), location="body"),
+    Arg("tags", _TAGS, items="integer", check=checks.terms(TAGS), location="body"),
 )
 LIST_PAGE = (
-    Arg("page", N_("The page of the list to return"), type="integer", default=1, check="positive_int"),
+    Arg("page", N_("The page of the list to return"), type="integer", default=1, check=checks.POSITIVE_INT),
     Arg("per_page", N_("The number of items to return on each page (at most 50)"), type="integer", default=10,
-        check="positive_int"),
+        check=checks.POSITIVE_INT),
 )
 
 
@@ -288,7 +290,7 @@ def _subscription_routes() -> list[Route]:
             Endpoint(("GET",), "subscriptions", LIST_PAGE, "audit",
                      N_("List webhook subscriptions (an editor's own; all for administrators)")),
             Endpoint(("POST",), "subscribe",
-                     (Arg("url", _TARGET, type="string", required=True, check="webhook_url", location="body"),)
+                     (Arg("url", _TARGET, type="string", required=True, check=checks.WEBHOOK_URL, location="body"),)
                      + SUBSCRIPTION_FILTER, "audit",
                      N_("Subscribe a URL to the changes of the calendar (the answer shows the signing secret, "
                         "once)")),
@@ -296,7 +298,7 @@ def _subscription_routes() -> list[Route]:
         Route(r"/subscriptions/(?P<id>\d+)", (
             Endpoint(("GET",), "subscription", (SUBSCRIPTION_ID,), "audit", N_("Get a webhook subscription")),
             Endpoint(EDIT, "update_subscription",
-                     (SUBSCRIPTION_ID, Arg("url", _TARGET, type="string", check="webhook_url", location="body"))
+                     (SUBSCRIPTION_ID, Arg("url", _TARGET, type="string", check=checks.WEBHOOK_URL, location="body"))
                      + SUBSCRIPTION_FILTER + (Arg("enabled", _ENABLED, type="boolean", location="body"),), "audit",
                      N_("Change or re-enable a webhook subscription")),
             Endpoint(("DELETE",), "unsubscribe", (SUBSCRIPTION_ID,), "audit", N_("Delete a webhook subscription")),
