@@ -107,9 +107,9 @@ def write_routes(world) -> list[tuple[str, str, str, tuple]]:
         record = world[name][0]
         path = route.pattern.replace(r"(?P<id>\d+)", str(record["id"])).replace("(?P<slug>[^/]+)", record["slug"])
         for endpoint in route.endpoints:
-            if endpoint.handler in ("create", "update"):
+            if endpoint.name in ("create", "update"):
                 args = tuple(a.name for a in endpoint.args if a.location == "body")
-                out.append((name, "post" if endpoint.handler == "create" else "patch", path, args))
+                out.append((name, "post" if endpoint.name == "create" else "patch", path, args))
     return out
 
 
@@ -420,7 +420,7 @@ def test_list_routes_with_hostile_query_values(app, repo, world):
         if route.resource is None:
             continue
         archive = route.endpoint_for("GET")
-        if archive is None or archive.handler != "archive":
+        if archive is None or archive.name != "archive":
             continue
         path = f"/{route.resource.name}"
         for arg in archive.args:

@@ -14,7 +14,7 @@ from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, RE
 from calendar_service.http import checks
 from calendar_service.http.checks import (BOOLEAN_LIKE, DATE, NONEMPTY, POSITIVE_INT, POST_STATUS, STRING_OR_EMPTY,
                                           USER_ID, Check)
-from calendar_service.http.i18n import N_
+from calendar_service.http.i18n import LANGUAGES, N_
 from calendar_service.http.params import CheckContext, check_text, coerce
 
 NO_DEFAULT = object()
@@ -297,6 +297,13 @@ OCCURRENCE_ARGS = (
     _date("start_date", N_("Events that start on the specified date")),
     _date("end_date", N_("Events that end on the specified date")),
 )
+
+# Arguments every route takes besides its own (the index and /doc list them on every endpoint).
+# An unknown language is not an error: it falls back to English (see i18n.choose).
+LANGUAGE = Arg("i18n_language", N_("The language of the descriptions in the answer: one of nl, en, fr, de, it, "
+                                   "pl, pt-pt, sl, es (any other value means English)"), type="string")
+LANGUAGE_CODES = tuple(LANGUAGES)
+COMMON_ARGS = (LANGUAGE,)
 
 
 def archive_args(resource: Resource) -> tuple[Arg, ...]:
