@@ -19,6 +19,7 @@ import pytest
 from calendar_service.domain.records import is_safe_slug, resource_of_path
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.http.arguments import create_args
+from calendar_service.http.checks import NONEMPTY, STRING_OR_EMPTY
 from calendar_service.http.routes import ROUTES
 from conftest import API, Client
 
@@ -106,9 +107,9 @@ def write_routes(world) -> list[tuple[str, str, str, tuple]]:
         record = world[name][0]
         path = route.pattern.replace(r"(?P<id>\d+)", str(record["id"])).replace("(?P<slug>[^/]+)", record["slug"])
         for endpoint in route.endpoints:
-            if endpoint.handler in ("create", "update"):
+            if endpoint.name in ("create", "update"):
                 args = tuple(a.name for a in endpoint.args if a.location == "body")
-                out.append((name, "post" if endpoint.handler == "create" else "patch", path, args))
+                out.append((name, "post" if endpoint.name == "create" else "patch", path, args))
     return out
 
 
@@ -159,7 +160,7 @@ def test_wrong_types_in_every_field_of_every_write_route(app, repo, world):
                 base = valid_body(resource, n) if method == "post" else {}
                 checker.send(method, path, f"{arg}={value!r:.60}", json={**base, arg: value})
         text_fields = [a.name for a in create_args(RESOURCES[resource]) if a.type == "string" or a.check in (
-            "string_or_empty", "nonempty")]
+            STRING_OR_EMPTY, NONEMPTY)]
         for i, value in enumerate(TEXT_VALUES):
             method, path, args = variants[i % len(variants)]
             n += 1
@@ -419,7 +420,7 @@ def test_list_routes_with_hostile_query_values(app, repo, world):
         if route.resource is None:
             continue
         archive = route.endpoint_for("GET")
-        if archive is None or archive.handler != "archive":
+        if archive is None or archive.name != "archive":
             continue
         path = f"/{route.resource.name}"
         for arg in archive.args:

@@ -59,7 +59,7 @@ def create_body(resource: str, n: int) -> dict:
 # a series' occurrences: test_recurrence_lists.py
 EXTENSION_HANDLERS = {"revisions", "revision", "changes", "git_hook", "status", "subscriptions", "subscription",
                       "deliveries", "occurrences"}
-ORIGINAL_ROUTES = tuple(r for r in ROUTES if r.endpoints[0].handler not in EXTENSION_HANDLERS)
+ORIGINAL_ROUTES = tuple(r for r in ROUTES if r.endpoints[0].name not in EXTENSION_HANDLERS)
 
 
 def is_extension_path(key: str) -> bool:

@@ -77,11 +77,12 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     if settings.wp_compat:
         from calendar_service.http.handlers.discovery import wp_index
+        from calendar_service.http.routes import ROUTES
 
         @app.get("/wp-json", strict_slashes=False)
         def wp_discovery():
             """WordPress' discovery index (``/wp-json/``): the site and the ``tribe/events/v1`` routes."""
-            return json_response(wp_index(service), 200)
+            return json_response(wp_index(service, ROUTES), 200)
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):

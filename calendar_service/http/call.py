@@ -12,7 +12,7 @@ from calendar_service.domain.resources import Resource
 from calendar_service.http import i18n
 from calendar_service.http.presenters import Presenter, to_json
 from calendar_service.http.urls import Urls
-from calendar_service.http.routes import Endpoint, Route
+from calendar_service.http.routing import Endpoint, Route
 from calendar_service.service.calendar import CalendarService
 
 
@@ -33,6 +33,7 @@ class Call:
     headers: dict = field(default_factory=dict)
     language: str = i18n.DEFAULT  # of descriptions (index, /doc); data is the same in every language
     client: str = ""  # the caller's address, read while the request is there (feeds stream after it)
+    routes: tuple[Route, ...] = ()  # the table the route was matched in (the index and /doc describe it)
 
     def __post_init__(self):
         self.client = self.service.accounts.limits.client(request)

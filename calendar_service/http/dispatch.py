@@ -21,11 +21,11 @@ from calendar_service.http.errors import ApiError
 from calendar_service.http import i18n, prefix
 from calendar_service.http.arguments import NO_DEFAULT
 from calendar_service.http.call import Call, json_response, service
-from calendar_service.http.handlers import HANDLERS
 from calendar_service.http.handlers.hooks import check_signature
 from calendar_service.http.form import php_nested
-from calendar_service.http.params import CheckContext, Invalid, check_value, depth
-from calendar_service.http.routes import NAMESPACE, Endpoint, match
+from calendar_service.http.params import CheckContext, Invalid, depth
+from calendar_service.http.routes import ROUTES, match
+from calendar_service.http.routing import NAMESPACE, Endpoint
 from calendar_service.service.calendar import CalendarService
 
 PREFIX = "/" + NAMESPACE
@@ -55,11 +55,11 @@ def dispatch(rest: str) -> Response:
     urls = prefix.request_urls(svc.settings)  # every emitted URL keeps the request's prefix
     segment = request.environ.get(i18n.ENVIRON_KEY)
     call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw,
-                language=i18n.choose(raw.get("i18n_language"), segment))
+                language=i18n.choose(raw.get("i18n_language"), segment), routes=ROUTES)
     call.record = resolve_record(call)
     g.calendar_allow = ", ".join(allowed_methods(call))
     authorize(call)
-    result = HANDLERS[endpoint.handler](call)
+    result = endpoint.handler(call)
     # handlers answer (body, status) for JSON, or a ready Response for another representation
     response = result if isinstance(result, Response) else json_response(*result)
     for key, value in call.headers.items():
@@ -128,7 +128,7 @@ def validate(endpoint: Endpoint, raw: dict, ctx: CheckContext, svc: CalendarServ
         if arg.name not in values:
             continue
         try:
-            clean[arg.name] = check_value(arg, values[arg.name], ctx)
+            clean[arg.name] = arg.clean(values[arg.name], ctx)
         except Invalid as exc:
             reasons[arg.name] = exc.reason
             if exc.detail:

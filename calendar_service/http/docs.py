@@ -1,25 +1,25 @@
 """The namespace index and the OpenAPI document, both built from the route table.
 
-Both walk ``routes.ROUTES`` (plus ``routes.COMMON_ARGS``, which every route takes), so any
+Both walk the route table they are given (``routes.ROUTES``, which the dispatcher hands to
+the discovery handlers, plus ``arguments.COMMON_ARGS``, which every route takes), so any
 route in the table is described in both, with the same methods and arguments. The OpenAPI
-schema of an argument comes from the check that validates it (``CHECK_SCHEMAS``), so the
+schema of an argument comes from the check that validates it (``Check.schema``), so the
 document says what the API really accepts; an Endpoint may name its success schema
-(``Endpoint.response``), else one is chosen by handler and resource, else the response is
+(``Endpoint.response``), else one is chosen by operation and resource, else the response is
 described without a body. Descriptions and summaries come in the request's language.
-Built documents are cached per (base URL, language), the 8 most recent of each: they depend on nothing else.
+Built documents are cached per (table, base URL, language), the 8 most recent of each: they depend on nothing else.
 """
 from __future__ import annotations
 
 import functools
 import re
 
-from calendar_service.domain.booleans import LENIENT
 from calendar_service.http.i18n import N_, gettext
-from calendar_service.http.params import ORDERBY
 from calendar_service.http.urls import Urls
-from calendar_service.domain.resources import OTHER_REGISTERED_STATUSES, POST_STATUSES, RESOURCES
-from calendar_service.http.arguments import ICAL, NO_DEFAULT, Arg, create_args
-from calendar_service.http.routes import COMMON_ARGS, LANGUAGE_CODES, NAMESPACE, ROUTES, WP_NAMESPACE, Endpoint, Route, summary_of
+from calendar_service.http.arguments import (COMMON_ARGS, ICAL, LANGUAGE_CODES, LINKED_ORGANIZER, LINKED_VENUE,
+                                             NO_DEFAULT, Arg)
+from calendar_service.http.checks import ID_SCHEMA
+from calendar_service.http.routing import NAMESPACE, WP_NAMESPACE, Endpoint, Route
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")
@@ -52,19 +52,20 @@ def _arg_schema(arg: Arg, language: str, namespace: str = NAMESPACE) -> dict:
     return out
 
 
-def namespace_index(urls: Urls, language: str = "en") -> dict:
-    """``GET /calendar/events/v1``: every route with its methods and arguments, as WordPress lists a namespace.
+def namespace_index(table: tuple[Route, ...], urls: Urls, language: str = "en") -> dict:
+    """``GET /calendar/events/v1``: every route of ``table`` with its methods and arguments, as
+    WordPress lists a namespace.
 
     Under the compat prefix the namespace is ``tribe/events/v1`` and the routes are named with it.
     The returned dict is shared by later calls with the same base URL and language: do not modify it.
     """
-    return _namespace_index(urls.rest_base, urls.namespace, language)
+    return _namespace_index(table, urls.rest_base, urls.namespace, language)
 
 
 @functools.lru_cache(maxsize=8)
-def _namespace_index(rest_base: str, namespace: str, language: str) -> dict:
+def _namespace_index(table: tuple[Route, ...], rest_base: str, namespace: str, language: str) -> dict:
     routes = {}
-    for route in ROUTES:
+    for route in table:
         key = f"/{namespace}{route.pattern}"
         entry = {
             "namespace": namespace,
@@ -82,20 +83,20 @@ def _namespace_index(rest_base: str, namespace: str, language: str) -> dict:
     return {"namespace": namespace, "routes": routes, "_links": {"up": [{"href": site_root}]}}
 
 
-def wp_index(urls: Urls, language: str, site: dict) -> dict:
+def wp_index(table: tuple[Route, ...], urls: Urls, language: str, site: dict) -> dict:
     """``GET /wp-json/`` (with ``CALENDAR_WP_COMPAT``): WordPress' discovery index, listing the
-    ``tribe/events/v1`` namespace and its routes as WordPress does (``site``: name, description,
-    url, home, gmt_offset, timezone_string). Shared like ``namespace_index``'s answer."""
-    return _wp_index(urls.rest_base, urls.namespace, language, tuple(site.items()))
+    ``tribe/events/v1`` namespace and its routes (``table``) as WordPress does (``site``: name,
+    description, url, home, gmt_offset, timezone_string). Shared like ``namespace_index``'s answer."""
+    return _wp_index(table, urls.rest_base, urls.namespace, language, tuple(site.items()))
 
 
 @functools.lru_cache(maxsize=8)
-def _wp_index(rest_base: str, namespace: str, language: str, site: tuple) -> dict:
+def _wp_index(table: tuple[Route, ...], rest_base: str, namespace: str, language: str, site: tuple) -> dict:
     root = rest_base[: -len(namespace)] if rest_base.endswith(namespace) else rest_base + "/"
     routes = {"/": {"namespace": "", "methods": ["GET"],
                     "endpoints": [{"methods": ["GET"], "args": {"context": {"default": "view", "required": False}}}],
                     "_links": {"self": [{"href": root}]}}}
-    routes.update(_namespace_index(rest_base, namespace, language)["routes"])
+    routes.update(_namespace_index(table, rest_base, namespace, language)["routes"])
     return {**dict(site), "namespaces": [namespace], "authentication": [], "routes": routes,
             "_links": {"help": [{"href": "https://developer.wordpress.org/rest-api/"}]}}
 
@@ -205,67 +206,10 @@ SCHEMAS["GitHookResult"] = {"type": "object", "required": ["pulled", "head"], "p
 
 # ----------------------------------------------------------------------------- /doc: arguments
 
-_ID = {"type": "integer", "minimum": 0}
-_POSITIVE = {"type": "integer", "minimum": 1, "maximum": 999999999}
-_NONEMPTY = {"type": "string", "minLength": 1}
-_ID_OR_SLUG = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
-_BOOLEAN_WORDS = {"type": "string", "enum": LENIENT.all()}
-_SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}]}
-
-
-def _linked_schema(resource: str) -> dict:
-    """A venue or organizer of an event payload: ids (a list or CSV) or objects describing new records."""
-    new = {"$ref": f"#/components/schemas/{_LINKED_NEW[resource]}"}
-    return {"anyOf": [_ID, {"type": "string"}, new, {"type": "array", "items": {"anyOf": [_ID, new]}}]}
-
-
-_LINKED_NEW = {"venues": "EventVenueInput", "organizers": "EventOrganizerInput"}
-
-
-# What each check (params.CHECKS) accepts, as an OpenAPI 3.0 schema.
-CHECK_SCHEMAS = {
-    "positive_int": _POSITIVE,
-    "date": _NONEMPTY,
-    "strict_dates": _NONEMPTY,
-    "search": _NONEMPTY,
-    "nonempty": _NONEMPTY,
-    "string_or_empty": _STRING,
-    "category_filter": {"type": "array", "items": _ID_OR_SLUG},
-    "tag_filter": {"type": "array", "items": _ID_OR_SLUG},
-    "category_list": {"type": "array", "items": _ID_OR_SLUG},
-    "tag_list": {"type": "array", "items": _ID_OR_SLUG},
-    "venue_filter": {"type": "array", "items": _ID},
-    "organizer_filter": {"type": "array", "items": _ID},
-    "status_filter": {"type": "array", "minItems": 1,
-                      "items": {"type": "string", "enum": list(POST_STATUSES + OTHER_REGISTERED_STATUSES)}},
-    "latitude": {"type": "number", "format": "double", "minimum": -90, "maximum": 90},
-    "longitude": {"type": "number", "format": "double", "minimum": -180, "maximum": 180},
-    "positive_int_list": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
-    "event_id": _ID,
-    "user_id": _ID,
-    "category_id": _ID,
-    "boolean_like": _BOOLEAN_WORDS,
-    "post_status": {"type": "string", "enum": [s for s in POST_STATUSES if s != "trash"]},
-    "timezone": _STRING,
-    "url_or_empty": _STRING,
-    "image": _STRING,
-    "cost": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array", "items": _SCALAR}]},
-    "term_list": {"anyOf": [{"type": "string"}, {"type": "integer"},
-                            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}]},
-    "order": {"type": "string", "enum": ["asc", "desc"]},
-    "orderby": {"type": "string", "enum": list(ORDERBY)},
-    "event_id_format": _ID,
-    **{f"{r.singular}_record": _ID for r in RESOURCES.values()},
-    **{f"{r.singular}_slug": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"} for r in RESOURCES.values()},
-}
-
-
 def param_schema(arg: Arg) -> dict:
     """The OpenAPI schema of a path or query argument: from its check, else from its declared type."""
-    if arg.check in CHECK_SCHEMAS:
-        return dict(CHECK_SCHEMAS[arg.check])
-    if arg.check in ("linked_venue", "linked_organizer"):
-        return _linked_schema("venues" if arg.check == "linked_venue" else "organizers")
+    if arg.check is not None:
+        return dict(arg.check.schema)
     if arg.items:
         return {"type": "array", "items": {"type": arg.items}}
     if arg.type in ("integer", "boolean", "string"):
@@ -276,10 +220,12 @@ def param_schema(arg: Arg) -> dict:
 
 
 def _body_schema(arg: Arg) -> dict:
-    """A body field's schema: JSON bodies may also send booleans where words are accepted."""
-    schema = param_schema(arg)
-    if arg.check == "boolean_like":
-        schema = {"anyOf": [{"type": "boolean"}, _BOOLEAN_WORDS]}
+    """A body field's schema: its check's for body fields when it has one (JSON bodies may also
+    send booleans where words are accepted), else the parameter's; nullable unless required."""
+    if arg.check is not None and arg.check.body_schema is not None:
+        schema = dict(arg.check.body_schema)
+    else:
+        schema = param_schema(arg)
     if not arg.required:
         schema["nullable"] = True  # a null field counts as not given
     return schema
@@ -291,12 +237,63 @@ def _is_list(schema: dict) -> bool:
     return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", ()))
 
 
-for _resource, _schema_name in _LINKED_NEW.items():
-    SCHEMAS[_schema_name] = {"type": "object", "properties": {
-        "id": _ID, **{a.name: _body_schema(a) for a in create_args(RESOURCES[_resource])}}}
+for _linked in (LINKED_VENUE, LINKED_ORGANIZER):  # a new venue or organizer in an event payload
+    SCHEMAS[_linked.component] = {"type": "object", "properties": {
+        "id": ID_SCHEMA, **{a.name: _body_schema(a) for a in _linked.args}}}
 
 
 # ----------------------------------------------------------------------------- /doc: operations
+
+# Summaries of operations, by operation name (``Endpoint.name``), then by resource; "by-slug" entries for slug routes.
+SUMMARIES = {
+    "index": N_("Describe the routes of this namespace"),
+    "doc": N_("Get the OpenAPI document of this API"),
+    ("archive", "events"): N_("List events"),
+    ("archive", "venues"): N_("List venues"),
+    ("archive", "organizers"): N_("List organizers"),
+    ("archive", "categories"): N_("List event categories"),
+    ("archive", "tags"): N_("List event tags"),
+    ("create", "events"): N_("Create an event"),
+    ("create", "venues"): N_("Create a venue"),
+    ("create", "organizers"): N_("Create an organizer"),
+    ("create", "categories"): N_("Create an event category"),
+    ("create", "tags"): N_("Create an event tag"),
+    ("single", "events"): N_("Get an event by ID"),
+    ("single", "venues"): N_("Get a venue by ID"),
+    ("single", "organizers"): N_("Get an organizer by ID"),
+    ("single", "categories"): N_("Get an event category by ID"),
+    ("single", "tags"): N_("Get an event tag by ID"),
+    ("update", "events"): N_("Update an event by ID"),
+    ("update", "venues"): N_("Update a venue by ID"),
+    ("update", "organizers"): N_("Update an organizer by ID"),
+    ("update", "categories"): N_("Update an event category by ID"),
+    ("update", "tags"): N_("Update an event tag by ID"),
+    ("delete", "events"): N_("Delete an event by ID (moves it to the trash)"),
+    ("delete", "venues"): N_("Delete a venue by ID (moves it to the trash)"),
+    ("delete", "organizers"): N_("Delete an organizer by ID (moves it to the trash)"),
+    ("delete", "categories"): N_("Delete an event category by ID"),
+    ("delete", "tags"): N_("Delete an event tag by ID"),
+    ("single", "events", "by-slug"): N_("Get an event by slug"),
+    ("single", "venues", "by-slug"): N_("Get a venue by slug"),
+    ("single", "organizers", "by-slug"): N_("Get an organizer by slug"),
+    ("update", "events", "by-slug"): N_("Update an event by slug"),
+    ("update", "venues", "by-slug"): N_("Update a venue by slug"),
+    ("update", "organizers", "by-slug"): N_("Update an organizer by slug"),
+    ("delete", "events", "by-slug"): N_("Delete an event by slug (moves it to the trash)"),
+    ("delete", "venues", "by-slug"): N_("Delete a venue by slug (moves it to the trash)"),
+    ("delete", "organizers", "by-slug"): N_("Delete an organizer by slug (moves it to the trash)"),
+}
+
+
+def summary_of(route: Route, endpoint: Endpoint) -> str:
+    """The English summary of ``endpoint`` on ``route``: its own, else from SUMMARIES, else ""."""
+    if endpoint.summary:
+        return endpoint.summary
+    name = route.resource.name if route.resource else None
+    keys = [(endpoint.name, name, "by-slug")] if "/by-slug/" in route.pattern else []
+    keys += [(endpoint.name, name), endpoint.name]
+    return next((SUMMARIES[k] for k in keys if k in SUMMARIES), "")
+
 
 _OK = {
     "archive": N_("A page of records, with links to the next and previous pages"),
@@ -333,17 +330,17 @@ _ERRORS_OF = {
 
 
 def _success_schema(route: Route, endpoint: Endpoint) -> dict | None:
-    """The schema of the success body: the endpoint's own, else by handler and resource, else None."""
+    """The schema of the success body: the endpoint's own, else by operation and resource, else None."""
     if endpoint.response:
         return {"$ref": f"#/components/schemas/{endpoint.response}"} if endpoint.response in SCHEMAS else None
     name = route.resource.name if route.resource else None
-    if endpoint.handler == "archive" and name in _LIST_SCHEMA:
+    if endpoint.name == "archive" and name in _LIST_SCHEMA:
         return {"$ref": f"#/components/schemas/{_LIST_SCHEMA[name]}"}
-    if endpoint.handler in ("single", "create", "update", "delete") and name in _ITEM_SCHEMA:
+    if endpoint.name in ("single", "create", "update", "delete") and name in _ITEM_SCHEMA:
         return {"$ref": f"#/components/schemas/{_ITEM_SCHEMA[name]}"}
-    if endpoint.handler == "index":
+    if endpoint.name == "index":
         return {"$ref": "#/components/schemas/NamespaceIndex"}
-    if endpoint.handler == "doc":
+    if endpoint.name == "doc":
         return {"type": "object"}
     return None
 
@@ -353,14 +350,14 @@ def _responses(route: Route, endpoint: Endpoint, language: str) -> dict:
         return {"description": gettext(_ERRORS[code], language),
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
-    ok = {"description": gettext(_OK.get(endpoint.response) or _OK.get(endpoint.handler, _GENERIC_OK), language)}
+    ok = {"description": gettext(_OK.get(endpoint.response) or _OK.get(endpoint.name, _GENERIC_OK), language)}
     schema = _success_schema(route, endpoint)
     if schema is not None:
         ok["content"] = {"application/json": {"schema": schema}}
         if ICAL in endpoint.args:  # ?ical=1 or an Accept header preferring it (see ical.py)
             ok["content"]["text/calendar"] = {"schema": {"type": "string"}}
-    responses = {"201" if endpoint.handler == "create" else "200": ok}
-    for code in _ERRORS_OF.get(endpoint.handler, ("400", "401")):
+    responses = {"201" if endpoint.name == "create" else "200": ok}
+    for code in _ERRORS_OF.get(endpoint.name, ("400", "401")):
         responses[code] = error(code)
     responses["4XX"] = error("4XX")
     return responses
@@ -402,7 +399,7 @@ def _operation(route: Route, endpoint: Endpoint, method: str, bodies: dict, lang
     operation["tags"] = [route.resource.name if route.resource else NAMESPACE]
     operation["parameters"] = [_parameter(a, language) for a in in_url]
     if body_args and method in ("POST", "PUT", "PATCH"):
-        name = re.sub(r"[\W_]+", "_", f"{route.doc_path}_{endpoint.handler}").strip("_") + "_body"
+        name = re.sub(r"[\W_]+", "_", f"{route.doc_path}_{endpoint.name}").strip("_") + "_body"
         operation["requestBody"] = _request_body(body_args, name, bodies, language)
     operation["responses"] = _responses(route, endpoint, language)
     return operation
@@ -415,14 +412,14 @@ SERVER_TEXT = {
 }
 
 
-def openapi(urls: Urls, language: str = "en", others: tuple[str, ...] = ()) -> dict:
-    """``GET /doc``: an OpenAPI 3.0 description of every route, in ``language``.
+def openapi(table: tuple[Route, ...], urls: Urls, language: str = "en", others: tuple[str, ...] = ()) -> dict:
+    """``GET /doc``: an OpenAPI 3.0 description of every route of ``table``, in ``language``.
 
     ``servers[0]`` is the request's base; ``others`` are the bases of the same API under the
     other prefix (with ``CALENDAR_WP_COMPAT``), listed after it, each server then described.
     The returned dict is shared by later calls with the same arguments: do not modify it.
     """
-    return _openapi(urls.rest_base, language, tuple(others))
+    return _openapi(table, urls.rest_base, language, tuple(others))
 
 
 def _translated(schema, language: str):
@@ -456,10 +453,10 @@ def _servers(rest_base: str, others: tuple[str, ...], language: str) -> list[dic
 
 
 @functools.lru_cache(maxsize=8)
-def _openapi(rest_base: str, language: str, others: tuple[str, ...] = ()) -> dict:
+def _openapi(table: tuple[Route, ...], rest_base: str, language: str, others: tuple[str, ...] = ()) -> dict:
     paths: dict = {}
     bodies: dict = {}
-    for route in ROUTES:
+    for route in table:
         operations = paths.setdefault(route.doc_path, {})
         for endpoint in route.endpoints:
             for method in endpoint.methods:

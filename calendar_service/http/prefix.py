@@ -20,7 +20,7 @@ from werkzeug.sansio.utils import get_current_url
 
 from calendar_service.http import i18n
 from calendar_service.http.urls import Urls
-from calendar_service.http.routes import NAMESPACE, WP_NAMESPACE
+from calendar_service.http.routing import NAMESPACE, WP_NAMESPACE
 
 NATIVE = "/" + NAMESPACE                    # /calendar/events/v1
 WP_ROOT = "/wp-json"                        # WordPress' REST root (its discovery route is WP_ROOT + "/")

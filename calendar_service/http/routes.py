@@ -1,66 +1,29 @@
-"""The route table: every path and method of the API, its arguments and its permission.
+"""The route table: every path and method of the API, its handler, its arguments and its permission.
 
 One table serves the dispatcher, the namespace index and /doc, so the three never
 disagree. Paths are WordPress-style patterns relative to the namespace, in the order the
-original registers them (the namespace index lists them in this order).
+original registers them (the namespace index lists them in this order). Each endpoint names
+its handler function, so the table sits above the handlers; the shapes of its entries
+(``Route``, ``Endpoint``) are in ``routing.py``, which the handlers and /doc use.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
-from calendar_service.http.i18n import LANGUAGES, N_
-from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
+from calendar_service.http.i18n import N_
+from calendar_service.domain.resources import CATEGORIES, EVENTS, POST_TYPES, TAGS, TERM_TYPES, Resource
+from calendar_service.http import checks
 from calendar_service.http.arguments import ICAL, OCCURRENCE_ARGS, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
+from calendar_service.http.handlers.archives import handle_archive
+from calendar_service.http.handlers.audit import handle_changes, handle_revision, handle_revisions
+from calendar_service.http.handlers.discovery import handle_doc, handle_index
+from calendar_service.http.handlers.hooks import handle_git_hook, handle_status
+from calendar_service.http.handlers.records import (handle_create, handle_delete, handle_occurrences, handle_single,
+                                                   handle_update)
+from calendar_service.http.handlers.subscriptions import (handle_deliveries, handle_subscribe, handle_subscription,
+                                                         handle_subscriptions, handle_unsubscribe,
+                                                         handle_update_subscription)
+from calendar_service.http.routing import NAMESPACE, Endpoint, Route
 
-NAMESPACE = "calendar/events/v1"
-WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
 EDIT = ("POST", "PUT", "PATCH")
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    methods: tuple[str, ...]
-    handler: str              # name in api.HANDLERS
-    args: tuple[Arg, ...]
-    permission: str = "public"   # public | create | edit | delete | audit | signature (HMAC of the body, webhooks)
-    summary: str = ""            # /doc summary (marked with N_); else SUMMARIES by handler
-    response: str | None = None  # /doc: name of the components schema of the success body
-
-
-@dataclass(frozen=True)
-class Route:
-    pattern: str              # e.g. r"/events/(?P<id>\d+)"
-    endpoints: tuple[Endpoint, ...]
-    resource: Resource | None = None
-
-    @property
-    def regex(self) -> re.Pattern:
-        return _compiled(self.pattern)
-
-    @property
-    def methods(self) -> list[str]:
-        seen: list[str] = []
-        for endpoint in self.endpoints:
-            seen.extend(m for m in endpoint.methods if m not in seen)
-        return seen
-
-    @property
-    def doc_path(self) -> str:
-        """The OpenAPI form of the pattern: ``/events/{id}``."""
-        return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", self.pattern) or "/"
-
-    def endpoint_for(self, method: str) -> Endpoint | None:
-        return next((e for e in self.endpoints if method in e.methods), None)
-
-
-_CACHE: dict[str, re.Pattern] = {}
-
-
-def _compiled(pattern: str) -> re.Pattern:
-    if pattern not in _CACHE:
-        _CACHE[pattern] = re.compile(pattern + r"\Z", re.I | re.ASCII)  # \d is 0-9 only, as in PCRE
-    return _CACHE[pattern]
 
 
 _ID_TEXT = {"events": N_("the event post ID"), "venues": N_("the venue post ID"),
@@ -71,75 +34,19 @@ _SLUG_TEXT = {"events": N_("the event post name"), "venues": N_("the venue post 
 
 
 def _id_arg(resource: Resource) -> Arg:
-    check = "event_id_format" if resource is EVENTS else f"{resource.singular}_record"
+    # an event id is looked up by the handler: it may name an occurrence of a recurring series
+    check = checks.ID_FORMAT if resource is EVENTS else checks.existing_record(resource)
     return Arg("id", _ID_TEXT[resource.name], type="integer", required=True, check=check, location="path")
 
 
 def _slug_arg(resource: Resource) -> Arg:
     return Arg("slug", _SLUG_TEXT[resource.name], type="string", required=True,
-               check=f"{resource.singular}_slug", location="path")
+               check=checks.existing_slug(resource), location="path")
 
 
 PASSWORD = Arg("password", N_("The event password"), type="string")
 # on create the password is a field of the new event (the original takes it on updates only)
 NEW_PASSWORD = Arg("password", N_("The event password"), type="string", location="body")
-
-# Arguments every route takes besides its own (the index and /doc list them on every endpoint).
-# An unknown language is not an error: it falls back to English (see i18n.choose).
-LANGUAGE = Arg("i18n_language", N_("The language of the descriptions in the answer: one of nl, en, fr, de, it, "
-                                   "pl, pt-pt, sl, es (any other value means English)"), type="string")
-LANGUAGE_CODES = tuple(LANGUAGES)
-COMMON_ARGS = (LANGUAGE,)
-
-# Summaries of operations in /doc, by handler, then by resource; "by-slug" entries for slug routes.
-SUMMARIES = {
-    "index": N_("Describe the routes of this namespace"),
-    "doc": N_("Get the OpenAPI document of this API"),
-    ("archive", "events"): N_("List events"),
-    ("archive", "venues"): N_("List venues"),
-    ("archive", "organizers"): N_("List organizers"),
-    ("archive", "categories"): N_("List event categories"),
-    ("archive", "tags"): N_("List event tags"),
-    ("create", "events"): N_("Create an event"),
-    ("create", "venues"): N_("Create a venue"),
-    ("create", "organizers"): N_("Create an organizer"),
-    ("create", "categories"): N_("Create an event category"),
-    ("create", "tags"): N_("Create an event tag"),
-    ("single", "events"): N_("Get an event by ID"),
-    ("single", "venues"): N_("Get a venue by ID"),
-    ("single", "organizers"): N_("Get an organizer by ID"),
-    ("single", "categories"): N_("Get an event category by ID"),
-    ("single", "tags"): N_("Get an event tag by ID"),
-    ("update", "events"): N_("Update an event by ID"),
-    ("update", "venues"): N_("Update a venue by ID"),
-    ("update", "organizers"): N_("Update an organizer by ID"),
-    ("update", "categories"): N_("Update an event category by ID"),
-    ("update", "tags"): N_("Update an event tag by ID"),
-    ("delete", "events"): N_("Delete an event by ID (moves it to the trash)"),
-    ("delete", "venues"): N_("Delete a venue by ID (moves it to the trash)"),
-    ("delete", "organizers"): N_("Delete an organizer by ID (moves it to the trash)"),
-    ("delete", "categories"): N_("Delete an event category by ID"),
-    ("delete", "tags"): N_("Delete an event tag by ID"),
-    ("single", "events", "by-slug"): N_("Get an event by slug"),
-    ("single", "venues", "by-slug"): N_("Get a venue by slug"),
-    ("single", "organizers", "by-slug"): N_("Get an organizer by slug"),
-    ("update", "events", "by-slug"): N_("Update an event by slug"),
-    ("update", "venues", "by-slug"): N_("Update a venue by slug"),
-    ("update", "organizers", "by-slug"): N_("Update an organizer by slug"),
-    ("delete", "events", "by-slug"): N_("Delete an event by slug (moves it to the trash)"),
-    ("delete", "venues", "by-slug"): N_("Delete a venue by slug (moves it to the trash)"),
-    ("delete", "organizers", "by-slug"): N_("Delete an organizer by slug (moves it to the trash)"),
-}
-
-
-def summary_of(route: "Route", endpoint: Endpoint) -> str:
-    """The English summary of ``endpoint`` on ``route``: its own, else from SUMMARIES, else ""."""
-    if endpoint.summary:
-        return endpoint.summary
-    name = route.resource.name if route.resource else None
-    keys = [(endpoint.handler, name, "by-slug")] if "/by-slug/" in route.pattern else []
-    keys += [(endpoint.handler, name), endpoint.handler]
-    return next((SUMMARIES[k] for k in keys if k in SUMMARIES), "")
 
 # The push webhook of GitHub, Gitea and Forgejo: authenticated by the HMAC-SHA256 signature of the
 # raw body (header X-Hub-Signature-256: sha256=HEX, or X-Gitea-Signature / X-Forgejo-Signature: HEX)
@@ -156,11 +63,11 @@ GIT_HOOK_ARGS = (
 
 def build_routes() -> tuple[Route, ...]:
     routes = [
-        Route("", (Endpoint(("GET",), "index", (
+        Route("", (Endpoint(("GET",), handle_index, (
             Arg("namespace", "", default=NAMESPACE),
             Arg("context", "", default="view"),
         )),)),
-        Route("/doc", (Endpoint(("GET",), "doc", ()),)),
+        Route("/doc", (Endpoint(("GET",), handle_doc, ()),)),
     ]
     for resource in POST_TYPES:
         extra = (PASSWORD,) if resource is EVENTS else ()
@@ -173,45 +80,46 @@ def build_routes() -> tuple[Route, ...]:
         by_slug_update_args = tuple(a for a in update_args(resource) if a.name != "slug")
         routes += [
             Route(f"/{resource.name}", (
-                Endpoint(("GET",), "archive", archive_args(resource)),
-                Endpoint(("POST",), "create", create_args(resource) + ((NEW_PASSWORD,) if extra else ()), "create"),
+                Endpoint(("GET",), handle_archive, archive_args(resource)),
+                Endpoint(("POST",), handle_create, create_args(resource) + ((NEW_PASSWORD,) if extra else ()),
+                         "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
-                Endpoint(("GET",), "single", ident + as_ical),
-                Endpoint(("DELETE",), "delete", ident + scope, "delete"),
-                Endpoint(EDIT, "update", ident + update_args(resource) + scope, "edit"),
+                Endpoint(("GET",), handle_single, ident + as_ical),
+                Endpoint(("DELETE",), handle_delete, ident + scope, "delete"),
+                Endpoint(EDIT, handle_update, ident + update_args(resource) + scope, "edit"),
             ), resource),
             *([Route(r"/events/(?P<id>\d+)/occurrences", (
-                Endpoint(("GET",), "occurrences", ident + OCCURRENCE_ARGS, "public",
+                Endpoint(("GET",), handle_occurrences, ident + OCCURRENCE_ARGS, "public",
                          N_("List the occurrences of a recurring event (an event that does not repeat is its "
                             "only occurrence), by start, from the start of yesterday unless start_date is given, "
                             "up to the recurrence horizon")),
             ), resource)] if resource is EVENTS else []),
             Route(rf"/{resource.name}/by-slug/(?P<slug>[^/]+)", (
-                Endpoint(("GET",), "single", slug + as_ical),
-                Endpoint(("DELETE",), "delete", slug, "delete"),
+                Endpoint(("GET",), handle_single, slug + as_ical),
+                Endpoint(("DELETE",), handle_delete, slug, "delete"),
                 # the path's slug names the record; renaming goes through the id route
-                Endpoint(EDIT, "update", slug + by_slug_update_args, "edit"),
+                Endpoint(EDIT, handle_update, slug + by_slug_update_args, "edit"),
             ), resource),
         ]
     for resource in TERM_TYPES:
         ident = (_id_arg(resource),)
         routes += [
             Route(f"/{resource.name}", (
-                Endpoint(("GET",), "archive", archive_args(resource)),
-                Endpoint(("POST",), "create", create_args(resource), "create"),
+                Endpoint(("GET",), handle_archive, archive_args(resource)),
+                Endpoint(("POST",), handle_create, create_args(resource), "create"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)", (
-                Endpoint(("GET",), "single", ident),
-                Endpoint(EDIT, "update", ident + update_args(resource), "edit"),
-                Endpoint(("DELETE",), "delete", ident, "delete"),
+                Endpoint(("GET",), handle_single, ident),
+                Endpoint(EDIT, handle_update, ident + update_args(resource), "edit"),
+                Endpoint(("DELETE",), handle_delete, ident, "delete"),
             ), resource),
         ]
     routes += _audit_routes()
-    routes.append(Route("/hooks/git", (Endpoint(("POST",), "git_hook", GIT_HOOK_ARGS, "signature",
+    routes.append(Route("/hooks/git", (Endpoint(("POST",), handle_git_hook, GIT_HOOK_ARGS, "signature",
                                                  N_("Pull the git remote after a signed push event"),
                                                  "GitHookResult"),)))
-    routes.append(Route("/status", (Endpoint(("GET",), "status", (), "audit",
+    routes.append(Route("/status", (Endpoint(("GET",), handle_status, (), "audit",
                                              N_("Show the state of the content repository for operators: the branch "
                                                 "head, the git remote and its last pull, a refused commit, the search "
                                                 "index and the files skipped at the head")),)))
@@ -220,7 +128,7 @@ def build_routes() -> tuple[Route, ...]:
 
 
 COMMIT = Arg("commit", N_("A commit of the content repository's branch (4 to 40 hexadecimal digits, as listed "
-                "by the revisions route)"), type="string", required=True, check="commit_id", location="path")
+                "by the revisions route)"), type="string", required=True, check=checks.COMMIT_ID, location="path")
 SINCE = Arg("since", N_("The next_token of an earlier response: list the records created, updated or deleted "
                "since then. Without it only the current next_token is returned; an unknown or expired token "
                "gives 410 (read everything again)"), type="string")
@@ -245,14 +153,14 @@ def _audit_routes() -> list[Route]:
         ident = (_id_arg(resource),)
         routes += [
             Route(rf"/{resource.name}/(?P<id>\d+)/revisions", (
-                Endpoint(("GET",), "revisions", ident, "audit", _REVISIONS_TEXT[resource.name], "RevisionList"),
+                Endpoint(("GET",), handle_revisions, ident, "audit", _REVISIONS_TEXT[resource.name], "RevisionList"),
             ), resource),
             Route(rf"/{resource.name}/(?P<id>\d+)/revisions/(?P<commit>[^/]+)", (
-                Endpoint(("GET",), "revision", ident + (COMMIT,), "audit", _REVISION_TEXT[resource.name],
+                Endpoint(("GET",), handle_revision, ident + (COMMIT,), "audit", _REVISION_TEXT[resource.name],
                          _RECORD_SCHEMA[resource.name]),
             ), resource),
         ]
-    routes.append(Route("/changes", (Endpoint(("GET",), "changes", (SINCE,),
+    routes.append(Route("/changes", (Endpoint(("GET",), handle_changes, (SINCE,),
                                               summary=N_("List the records changed since an earlier response"),
                                               response="ChangeList"),)))
     return routes
@@ -271,38 +179,38 @@ _TAGS = N_("Only changes of events with one of these event tags (IDs or slugs) a
 _ENABLED = N_("Whether the subscription is delivered to; true re-enables a subscription disabled after failed "
               "deliveries (its queued deliveries are retried at once)")
 SUBSCRIPTION_FILTER = (
-    Arg("types", _TYPES, items="string", check="resource_types", location="body"),
-    Arg("categories", _CATEGORIES, items="integer", check="category_list", location="body"),
-    Arg("tags", _TAGS, items="integer", check="tag_list", location="body"),
+    Arg("types", _TYPES, items="string", check=checks.RESOURCE_TYPE_LIST, location="body"),
+    Arg("categories", _CATEGORIES, items="integer", check=checks.terms(CATEGORIES), location="body"),
+    Arg("tags", _TAGS, items="integer", check=checks.terms(TAGS), location="body"),
 )
 LIST_PAGE = (
-    Arg("page", N_("The page of the list to return"), type="integer", default=1, check="positive_int"),
+    Arg("page", N_("The page of the list to return"), type="integer", default=1, check=checks.POSITIVE_INT),
     Arg("per_page", N_("The number of items to return on each page (at most 50)"), type="integer", default=10,
-        check="positive_int"),
+        check=checks.POSITIVE_INT),
 )
 
 
 def _subscription_routes() -> list[Route]:
     return [
         Route("/subscriptions", (
-            Endpoint(("GET",), "subscriptions", LIST_PAGE, "audit",
+            Endpoint(("GET",), handle_subscriptions, LIST_PAGE, "audit",
                      N_("List webhook subscriptions (an editor's own; all for administrators)")),
-            Endpoint(("POST",), "subscribe",
-                     (Arg("url", _TARGET, type="string", required=True, check="webhook_url", location="body"),)
+            Endpoint(("POST",), handle_subscribe,
+                     (Arg("url", _TARGET, type="string", required=True, check=checks.WEBHOOK_URL, location="body"),)
                      + SUBSCRIPTION_FILTER, "audit",
                      N_("Subscribe a URL to the changes of the calendar (the answer shows the signing secret, "
                         "once)")),
         )),
         Route(r"/subscriptions/(?P<id>\d+)", (
-            Endpoint(("GET",), "subscription", (SUBSCRIPTION_ID,), "audit", N_("Get a webhook subscription")),
-            Endpoint(EDIT, "update_subscription",
-                     (SUBSCRIPTION_ID, Arg("url", _TARGET, type="string", check="webhook_url", location="body"))
+            Endpoint(("GET",), handle_subscription, (SUBSCRIPTION_ID,), "audit", N_("Get a webhook subscription")),
+            Endpoint(EDIT, handle_update_subscription,
+                     (SUBSCRIPTION_ID, Arg("url", _TARGET, type="string", check=checks.WEBHOOK_URL, location="body"))
                      + SUBSCRIPTION_FILTER + (Arg("enabled", _ENABLED, type="boolean", location="body"),), "audit",
                      N_("Change or re-enable a webhook subscription")),
-            Endpoint(("DELETE",), "unsubscribe", (SUBSCRIPTION_ID,), "audit", N_("Delete a webhook subscription")),
+            Endpoint(("DELETE",), handle_unsubscribe, (SUBSCRIPTION_ID,), "audit", N_("Delete a webhook subscription")),
         )),
         Route(r"/subscriptions/(?P<id>\d+)/deliveries", (
-            Endpoint(("GET",), "deliveries", (SUBSCRIPTION_ID,) + LIST_PAGE, "audit",
+            Endpoint(("GET",), handle_deliveries, (SUBSCRIPTION_ID,) + LIST_PAGE, "audit",
                      N_("List the deliveries of a webhook subscription, newest first")),
         )),
     ]

@@ -1,4 +1,4 @@
-"""The checks of the recurring-event arguments (``recurrence``, ``recurrence_scope``); ``params``
+"""The checks of the recurring-event arguments (``recurrence``, ``recurrence_scope``); ``checks``
 runs them and turns their ValueError into a 400 naming the argument."""
 from __future__ import annotations
 

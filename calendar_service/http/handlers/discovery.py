@@ -7,18 +7,20 @@ from flask import request
 
 from calendar_service.http import docs, i18n, prefix
 from calendar_service.http.call import Call
+from calendar_service.http.routing import Route
 
 
 def handle_index(call: Call):
-    return docs.namespace_index(call.urls, call.language), 200
+    return docs.namespace_index(call.routes, call.urls, call.language), 200
 
 
 def handle_doc(call: Call):
-    return docs.openapi(call.urls, call.language, prefix.other_bases(call.service.settings)), 200
+    return docs.openapi(call.routes, call.urls, call.language, prefix.other_bases(call.service.settings)), 200
 
 
-def wp_index(service) -> dict:
-    """``GET /wp-json/``: what WordPress answers there, for the one namespace served under it."""
+def wp_index(service, routes: tuple[Route, ...]) -> dict:
+    """``GET /wp-json/``: what WordPress answers there, for the one namespace served under it
+    (``routes``: the route table)."""
     settings = service.settings
     urls = prefix.wp_urls(settings)
     offset = datetime.now(timezone.utc).astimezone(settings.tz).utcoffset().total_seconds() / 3600
@@ -26,4 +28,4 @@ def wp_index(service) -> dict:
             "gmt_offset": int(offset) if offset == int(offset) else offset,
             "timezone_string": settings.site_timezone}
     language = i18n.normalize(request.args.get("i18n_language")) or i18n.DEFAULT
-    return docs.wp_index(urls, language, site)
+    return docs.wp_index(routes, urls, language, site)
