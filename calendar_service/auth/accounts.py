@@ -11,7 +11,7 @@ Two kinds of hash, chosen by who chose the password:
   140 bits from ``secrets``) are stored as ``$token-sha256$SALT$DIGEST``, HMAC-SHA256 keyed
   with a per-token random salt. A slow hash protects guessable passwords; nobody can
   enumerate 2**140 candidates however fast the hash, so slowness buys nothing and costs
-  ~100 ms and ~50 MB per check (WordPress 6.8 made the same change for the same reason).
+  time and memory on every request (WordPress 6.8 made the same change for the same reason).
 - Passwords a human chose (``--password``) keep Argon2id (argon2-cffi: slow, salted,
   memory-hard), as do application passwords generated before the change (24 characters),
   which therefore keep working. At most a few Argon2 checks run at once (``limits``).

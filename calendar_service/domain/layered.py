@@ -14,7 +14,7 @@ from collections.abc import Mapping
 _GONE = object()   # a key removed from the base
 _MISSING = object()
 # the changes a derived map carries before it takes a base of its own: at least this many,
-# or this share of the base (1/64: at 100,000 entries a copy of the base every ~1,500 changes)
+# or this share of the base (1/64), so a big base is copied rarely
 MIN_CHANGES = 256
 CHANGES_SHARE = 64
 

@@ -167,7 +167,7 @@ def text_matches(words: list[str], tokens) -> bool:
 
 def word_string(words) -> str:
     """Distinct analysed words as one string, each after a space (" concert jazz night"): the
-    compact form a record keeps (a tenth of a frozenset's memory), in which "a word begins with
+    compact form a record keeps (far smaller than a frozenset), in which "a word begins with
     ``w``" is the substring test ``" " + w in`` it."""
     return "".join(f" {w}" for w in sorted(set(words)))
 

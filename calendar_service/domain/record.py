@@ -22,7 +22,7 @@ class Record:
     *packed*: it holds its file's data as the cache's bytes and ``source`` (the catalog's), which
     makes the dict on first use (history dates filled in). Unless it is *held*, at most
     ``RECENT.size`` packed records hold their dict at once; the others drop it and make it again
-    when asked (at 100,000 events the dicts are ~190 MB, the bytes ~20 MB). The catalog holds
+    when asked (the dicts take many times the memory of the packed bytes). The catalog holds
     venues, organizers and terms (few, and their lists read them all); events are forgotten. Its
     id and slug are kept beside it: the snapshot's maps are built without making any dict.
     """
@@ -142,7 +142,7 @@ class Record:
 
 class RecentRecords:
     """The packed records whose dicts are held, oldest first: adding one beyond ``size`` makes
-    the oldest forget its dict (a record used again is made again, ~10 µs). Records are added
+    the oldest forget its dict (a record used again is made again, quickly). Records are added
     when their dict is made, so one made twice in a while is counted twice: harmless."""
 
     def __init__(self, size: int):
@@ -165,7 +165,7 @@ class RecentRecords:
         return len(self._queue)
 
 
-# packed records holding their dict at once (~3 KB each): a page of 50 events names ~200
+# packed records holding their dict at once: a page of 50 events names a few hundred
 # records, and pages already presented are served from the snapshot's memo without them; a
 # full iCalendar feed walks through every event of its window (each made once per feed)
 RECENT_RECORDS = 1000

@@ -22,7 +22,7 @@ from calendar_service.domain import series_file
 from calendar_service.domain.record import RECENT, STAMP_TOLERANCE, Record, apply_history, fill_history  # noqa: F401 (the record's own module)
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
-try:  # the C loader and dumper are five to seven times faster than the pure-Python ones
+try:  # the C loader and dumper are several times faster than the pure-Python ones
     _Loader = yaml.CSafeLoader
     _BaseDumper = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - libyaml missing

@@ -104,8 +104,8 @@ def cost_details(cost, symbol: str = "", position: str = "", code: str = "") -> 
 
     The currency symbol is the non-numeric part shared by every entry (``20$``, ``€6.50``)
     unless the record stores one; its position is ``prefix`` when it leads. A calendar has
-    few distinct costs ("Free", "$10"): a single cost is read once (it was a tenth of
-    presenting an event); each caller gets its own ``cost_details`` object.
+    few distinct costs ("Free", "$10"): a single cost is read once (reading it was a visible
+    part of presenting an event); each caller gets its own ``cost_details`` object.
     """
     fields = (cost if isinstance(cost, str) else "", symbol, position, code)
     if ((cost is None or isinstance(cost, (str, int, float))) and all(type(x) is str for x in fields)

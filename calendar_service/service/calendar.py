@@ -61,7 +61,7 @@ FREEZE_FILES = 20_000
 def starting():
     """Build and warm up a service inside: Python's cyclic collector is paused for the whole
     start (it loads a few million containers, none of them garbage; the collections their
-    allocations trigger walked them all once more, ~0.15 s of a start at 100,000 events),
+    allocations trigger would walk them all once more),
     then ``freeze_start_objects`` is called, once it is given the number of files loaded:
     ``with starting() as loaded: ...; loaded(files)``."""
     counted: list[int] = []

@@ -31,10 +31,10 @@ log = logging.getLogger(__name__)
 CACHE_MIN_FILES = 2000   # below this, parsing at start is quick enough
 CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files changed since its commit
 # A start derives from the cache's commit by reading the history since (the changed files' dates:
-# a ``git log`` of ~50 ms per commit at 100,000 files), so a running catalog writes the cache again
-# after this many new heads, at most once in CACHE_REFRESH_SECONDS (a write of the cache at 100,000
-# files is ~2 s of CPU in a thread beside the requests), and a start that spent this long catching
-# up writes it at once.
+# a ``git log`` whose cost grows with the commits since), so a running catalog writes the cache again
+# after this many new heads, at most once in CACHE_REFRESH_SECONDS (a write of the cache of a big
+# calendar is seconds of CPU in a thread beside the requests), and a start that spent this long
+# catching up writes it at once.
 CACHE_REFRESH_HEADS = 100
 CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
@@ -46,8 +46,8 @@ WRITTEN_SNAPSHOTS = GROUP_LIMIT + 1   # snapshots of commits written here, not y
 def collector_paused():
     """Pause Python's cyclic garbage collector for a bulk load (a records cache makes a few
     million containers, none of them garbage: each collection the allocations trigger would walk
-    them all again, which more than doubled the time of a cold start at 100,000 records). It is
-    enabled again on leaving, unless it was disabled already."""
+    them all again, the biggest part of a cold start of a big calendar). It is enabled again on
+    leaving, unless it was disabled already."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -2,9 +2,8 @@
 
 After a write, the files it put in the working tree must be recorded in git's index, or
 ``git status`` in the server's checkout shows them changed (and a ``git commit`` there
-would undo the write). ``git update-index`` does it, but it reads git's whole index: at
-100,000 files the shared part is ~8 MB and that read is most of the ~30 ms the command
-costs. With ``core.splitIndex`` (which the service sets), ``.git/index`` is a small file
+would undo the write). ``git update-index`` does it, but it reads git's whole index, which
+grows with the calendar, and that read is most of what the command costs. With ``core.splitIndex`` (which the service sets), ``.git/index`` is a small file
 that only lists what changed since ``sharedindex.<id>`` was written; git reads it by
 taking the shared entries and then adding each named entry of the small file, replacing an
 entry of the same name. So recording a file is: add (or replace) its named entry in the
@@ -29,9 +28,9 @@ GIT = "git"          # not handled here: let git do it
 RESHARE = "reshare"  # the small file is big: let git write a new shared index
 
 # entries of the small file past which git should fold them into a new shared index: each is
-# read and written again by every record (~4 us), and git writing a new shared index costs
-# ~100 ms at 100,000 files, once per SPLIT_LIMIT changed files. git's own bound is 20% of the
-# shared entries (splitIndex.maxPercentChange): 20,000 entries at 100,000 files.
+# read and written again by every record, and git writing a new shared index costs a read and
+# write of the whole index, once per SPLIT_LIMIT changed files. git's own bound is 20% of the
+# shared entries (splitIndex.maxPercentChange), far more in a big calendar.
 SPLIT_LIMIT = 250
 
 SIGNATURE = b"DIRC"

@@ -30,11 +30,11 @@ SHA_BYTES = 20                # a binary object id
 WRITTEN_ROOTS = 16        # see ObjectStore._written_roots
 TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
 # zlib level of the objects in a pack: git's default for loose objects (core.looseCompression = 1). A
-# 100,000-entry folder's tree is ~5 MB: level 6 costs ~10x more time for ~10% fewer bytes.
+# big folder's tree is rewritten by every write to it: level 6 costs far more time for few fewer bytes.
 PACK_COMPRESSION = 1
 # an object this big (a folder's tree at 10,000 files and more) is stored without compression
-# (zlib level 0, still a valid zlib stream): at 100,000 events the events tree is ~3.9 MB and
-# level 1 costs ~10x the time of writing the extra bytes. Merging packs deltifies these trees.
+# (zlib level 0, still a valid zlib stream): compressing it costs more time than writing the
+# extra bytes. Merging packs deltifies these trees.
 STORED_SIZE = 256 * 1024
 
 

@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 STALE_LOCK_SECONDS = 30
 # git's own features for big working trees, set on the service's content repository at start
 # unless set already (README "How writes work"): a split index (a write rewrites a small file
-# naming its changes, not the whole index: 10 MB at 100,000 events) in version 4 (paths
-# prefix-compressed: a third smaller to read). Setting -> the ``update-index`` option that
+# naming its changes, not the whole index, which grows with the calendar) in version 4 (paths
+# prefix-compressed: smaller to read). Setting -> the ``update-index`` option that
 # converts an existing index file (one call each, version first: git 2.39 given both at once
 # changes the version without splitting).
 INDEX_SETTINGS = {"index.version": ("4", ("--index-version", "4")), "core.splitIndex": ("true", ("--split-index",))}
@@ -266,8 +266,8 @@ class Recovery:
         """Delete the temporary files a killed write leaves (next to record files, and the journal's).
 
         A write makes its working-tree files only between writing its journal and removing it,
-        so the working tree is walked only when a journal is left (at 100,000 events the walk
-        costs ~0.1 s of every start); a file an editor named like one is otherwise left alone."""
+        so the working tree (large in a big calendar) is walked only when a journal is left; a file
+        an editor named like one is otherwise left alone."""
         if self.journal.path.exists() or self.journal.temporary.exists():
             self._remove_worktree_temporaries()
         with contextlib.suppress(FileNotFoundError):

@@ -37,7 +37,8 @@ REFLOG_MESSAGE_LENGTH = 200   # characters of a commit's first line kept as the 
 # lookup in git tries pack after pack. git's own ``gc --auto`` starts at 50 (gc.autoPackLimit).
 PACK_LIMIT = 40
 # past this many files written by one commit, they are written without an fsync each and the
-# file system is flushed once (file-by-month at 100,000 events: 200,000 fsyncs took most of ~4 min)
+# file system is flushed once (a bulk move such as file-by-month would otherwise spend most of its
+# time waiting for one fsync per file)
 BULK_FILES = 64
 REPACK_LOCK_MODE = 0o600
 
@@ -235,7 +236,7 @@ class Writer:
     def settle(self) -> None:
         """Record in git's index every working-tree file this process's writes changed so far,
         once for a group of writes: in process when git's index is split and the files exist
-        (``gitindex``, ~1 ms), else by ``git update-index``. Runs after the write lock is released
+        (``gitindex``, no git process), else by ``git update-index``. Runs after the write lock is released
         (the next writer goes on meanwhile); a thread whose files another thread's run took
         waits for that run. A process killed before it ran leaves index entries behind the
         branch, which ``Recovery.recover`` brings in line at the next start."""
@@ -256,7 +257,7 @@ class Writer:
                 # The commits stand; only `git status` in the server's checkout is affected.
                 log.warning("could not refresh the git index after a write: %s", exc)
             if self._objects.pack_count() > PACK_LIMIT and (self._merging is None or not self._merging.is_alive()):
-                # in the background: at 100,000 events a merge takes seconds, no answer waits for it
+                # in the background: a merge of a big repository's packs is slow, and no answer waits for it
                 self._merging = threading.Thread(target=self.merge_packs, name="calendar-merge-packs", daemon=True)
                 self._merging.start()
 
