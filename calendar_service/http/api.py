@@ -10,7 +10,8 @@ from werkzeug.routing import PathConverter
 
 from calendar_service.http import dispatch as pipeline
 from calendar_service.http.call import json_response
-from calendar_service.http.dispatch import ALL_METHODS, PREFIX
+from calendar_service.http.dispatch import ALL_METHODS
+from calendar_service.http.namespace import PREFIX
 
 __all__ = ["bp", "json_response"]
 

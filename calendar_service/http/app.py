@@ -20,6 +20,7 @@ from calendar_service.config import Settings, host_allowed
 from calendar_service.auth.limits import Busy, Throttled
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
                                           SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route)
+from calendar_service.http import namespace
 from calendar_service.http.i18n import LanguageSegment
 from calendar_service.http.prefix import WpCompat
 from calendar_service.service.build import build_service
@@ -54,7 +55,6 @@ def create_app(test_config: dict | None = None) -> Flask:
     service.start_webhooks()
 
     from calendar_service.http.api import bp, json_response
-    from calendar_service.http.dispatch import PREFIX
     app.register_blueprint(bp)
     from calendar_service.http.docs_ui import ui
     app.register_blueprint(ui)
@@ -138,7 +138,8 @@ def create_app(test_config: dict | None = None) -> Flask:
         # a replica that has never reached its remote and holds no commit would serve an empty
         # calendar as if it were the real one: reads and writes answer 503 until a pull succeeds
         # (the webhook, which pulls, and the status view stay open)
-        if not request.path.startswith(PREFIX) or request.path.rstrip("/") in (PREFIX + "/hooks/git", PREFIX + "/status"):
+        prefix = namespace.PREFIX
+        if not request.path.startswith(prefix) or request.path.rstrip("/") in (prefix + "/hooks/git", prefix + "/status"):
             return None
         if service.waiting_for_content():
             raise ApiError("calendar-not-ready", "The service is not ready: it has not been able to fetch the "
@@ -223,7 +224,7 @@ class RedactSecrets(logging.Filter):
 class NamespaceCase:
     """WSGI middleware: the namespace part of a path matches case-insensitively, as in WordPress."""
 
-    PREFIX = "/calendar/events/v1"
+    PREFIX = namespace.PREFIX
 
     def __init__(self, wsgi_app):
         self.wsgi_app = wsgi_app

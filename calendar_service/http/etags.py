@@ -8,6 +8,7 @@ from flask import request
 from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.call import Call
+from calendar_service.http.namespace import PREFIX
 from calendar_service.http.presenters import Presenter
 from calendar_service.http.urls import Urls
 from calendar_service.service import errors as service_errors
@@ -16,7 +17,7 @@ from calendar_service.service import errors as service_errors
 # password is built per caller, under this base whatever the request's host: a tag is the same
 # on every replica and behind every host name.
 TAG_BASE = "https://etag.invalid"
-TAG_URLS = Urls(rest_base=TAG_BASE + "/calendar/events/v1", site=TAG_BASE)
+TAG_URLS = Urls(rest_base=TAG_BASE + PREFIX, site=TAG_BASE)
 
 
 def etag(text: str) -> str:

@@ -20,9 +20,10 @@ from werkzeug.sansio.utils import get_current_url
 
 from calendar_service.http import i18n
 from calendar_service.http.urls import Urls
-from calendar_service.http.routes import NAMESPACE, WP_NAMESPACE
+from calendar_service.http.namespace import NAMESPACE, PREFIX
+from calendar_service.http.routes import WP_NAMESPACE
 
-NATIVE = "/" + NAMESPACE                    # /calendar/events/v1
+NATIVE = PREFIX                             # /calendar/events/v1
 WP_ROOT = "/wp-json"                        # WordPress' REST root (its discovery route is WP_ROOT + "/")
 WP = f"{WP_ROOT}/{WP_NAMESPACE}"            # /wp-json/tribe/events/v1
 ENVIRON_KEY = "calendar.api_prefix"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from calendar_service.http.i18n import LANGUAGES, N_
 from calendar_service.domain.resources import EVENTS, POST_TYPES, TERM_TYPES, Resource
 from calendar_service.http.arguments import ICAL, OCCURRENCE_ARGS, RECURRENCE_SCOPE, Arg, archive_args, create_args, update_args
+from calendar_service.http.namespace import NAMESPACE
 
-NAMESPACE = "calendar/events/v1"
 WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
 EDIT = ("POST", "PUT", "PATCH")
 
