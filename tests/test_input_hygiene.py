@@ -207,7 +207,7 @@ def test_numeric_cli_options_give_one_line_and_exit_2(paths, repo, value, capsys
 @pytest.mark.parametrize("query", ["password=ab'TAILSECRET", "password=ab%27TAILSECRET", "x=1&pass%77ord=a\"TAILSECRET",
                                    "PASSWORD=TAILSECRET&y=2", "token[]=a;TAILSECRET", "pwd=a=b=TAILSECRET"])
 def test_secret_query_values_are_redacted_whole(make_app, query):
-    from calendar_service.http.app import RedactSecrets
+    from calendar_service.http.logs import RedactSecrets
 
     make_app()  # installs the filter on the access loggers
     access = logging.getLogger("werkzeug")

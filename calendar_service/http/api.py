@@ -5,7 +5,7 @@ The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. ``bp`` and
 """
 from __future__ import annotations
 
-from flask import Blueprint
+from flask import Blueprint, g
 from werkzeug.routing import PathConverter
 
 from calendar_service.http import dispatch as pipeline
@@ -35,3 +35,13 @@ def _register_converter(state):
 @bp.route(PREFIX + "/<anypath:rest>", methods=ALL_METHODS)
 def dispatch(rest: str):
     return pipeline.dispatch(rest)
+
+
+@bp.after_app_request
+def allow_header(response):
+    """The methods of the route a request matched (``dispatch`` keeps them in ``g``), on its
+    answer and on its errors, unless the answer names them itself."""
+    allow = getattr(g, "calendar_allow", None)
+    if allow is not None and "Allow" not in response.headers:
+        response.headers["Allow"] = allow
+    return response

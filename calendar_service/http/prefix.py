@@ -100,3 +100,17 @@ def other_bases(settings) -> tuple[str, ...]:
         return ()
     base = host_base()
     return (base + NATIVE,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
+
+
+def init_app(app, service) -> None:
+    """With ``CALENDAR_WP_COMPAT``, add WordPress' discovery index ``/wp-json/`` to ``app``
+    (``WpCompat``, installed by ``wsgi.init_app``, serves the namespace itself)."""
+    if not service.settings.wp_compat:
+        return
+    from calendar_service.http.call import json_response
+    from calendar_service.http.handlers.discovery import wp_index  # it imports this module
+
+    @app.get("/wp-json", strict_slashes=False)
+    def wp_discovery():
+        """WordPress' discovery index (``/wp-json/``): the site and the ``tribe/events/v1`` routes."""
+        return json_response(wp_index(service), 200)
