@@ -24,6 +24,14 @@ def init_app(app, settings, service) -> None:
     host_patterns = settings.host_patterns
     max_body = settings.max_body_bytes
 
+    # Flask's TRUSTED_HOSTS (Werkzeug's host_is_trusted) is not used: it would refuse Hosts the
+    # service answers and accept some it refuses. It compares names case-sensitively (LOCALHOST
+    # is refused for localhost) and keeps a trailing dot (localhost. is refused); it cuts the
+    # value at its first colon, so every IPv6 literal is "[" and [::2] passes for [::1]; it has
+    # no "*" (without a list it trusts any Host and turns a malformed one into an empty host
+    # instead of refusing it); it takes a port of any length; and it IDNA-encodes the allowed
+    # names on every request, raising UnicodeError (a 500) when it reaches one IDNA refuses (a..b).
+    # ``config.host_allowed`` gives the answers of Django's ALLOWED_HOSTS the README promises.
     @app.before_request
     def check_host():
         # a Host the service does not answer for is refused before anything is read or cached
