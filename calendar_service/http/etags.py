@@ -48,7 +48,12 @@ def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
 def matches(header: str | None, tag: str | None, weak: bool) -> bool:
     """Whether an If-Match / If-None-Match header names ``tag`` (``*``: any existing record).
 
-    If-None-Match compares weakly (a ``W/`` prefix is ignored), If-Match strongly."""
+    If-None-Match compares weakly (a ``W/`` prefix is ignored), If-Match strongly.
+
+    Werkzeug's ``request.if_match`` / ``if_none_match`` (``parse_etags``) give these answers for
+    well-formed headers but not for others, so they are not used: it takes an unquoted tag
+    (``abc``) for ``"abc"``, ``w/`` for ``W/`` and ``W/*`` for ``*``, and it does not strip
+    blanks around the value (with a space before it, ``"abc"`` matches nothing)."""
     if header is None or tag is None:
         return False
     for item in header.split(","):
