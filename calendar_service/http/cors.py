@@ -5,6 +5,12 @@ same four headers and ``Vary: Origin`` (added to a ``Vary: Accept`` already ther
 Origin gets none of them. A preflight is answered as any ``OPTIONS`` request is: 204 with the
 route's ``Allow`` under the namespace, Flask's own answer elsewhere (``/healthz``), 404
 ``rest_no_route`` for an unknown path.
+
+flask-cors is not used: it answers the same requests with other headers. It sends
+Allow-Headers and Allow-Methods only on a preflight whose Access-Control-Request-Method is
+allowed, and then echoes the requested headers rather than this list; it sorts the lists; it
+leaves ``Vary: Origin`` out for a single allowed origin and otherwise adds it as a second
+``Vary`` header; and for ``*`` it echoes the origin unless told to send ``*``.
 """
 from __future__ import annotations
 
