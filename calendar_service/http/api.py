@@ -1,7 +1,7 @@
 """HTTP: the blueprint that hands every request under the namespace to the pipeline.
 
-The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. ``bp`` and
-``json_response`` are what the app factory imports from here.
+The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. The app factory registers
+``bp``, which also puts the matched route's methods in the ``Allow`` header of every answer.
 """
 from __future__ import annotations
 
