@@ -49,7 +49,8 @@ _HOST = re.compile(r"^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?$")
 def host_allowed(host: str, patterns) -> bool:
     """Whether a Host header value (``name[:port]``) matches one of ``patterns``, as Django's
     ``validate_host``: ``*`` any, ``.example.org`` that domain and its subdomains, else the exact
-    name (case and a trailing dot ignored, the port never compared). A malformed value never matches."""
+    name (case and a trailing dot ignored, the port never compared). A malformed value never matches.
+    (Werkzeug's ``host_is_trusted`` answers otherwise: see ``http/guards.py``.)"""
     if not host or not _HOST.match(host):
         return False
     name = host.rsplit(":", 1)[0] if not host.endswith("]") and ":" in host else host

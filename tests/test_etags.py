@@ -153,6 +153,17 @@ def test_if_match_is_checked_against_the_head_the_write_commits_on(app, admin, r
     assert repo.head() == head
 
 
+def test_only_well_formed_tags_match(admin, anon, factory):
+    """An unquoted tag, a lower-case w/ and W/* match nothing (werkzeug's parse_etags takes them)."""
+    path = f"/events/{factory.event()['id']}"
+    tag = anon.get(path).headers["ETag"]
+    for header in (tag.strip('"'), f"w/{tag}", "W/*"):
+        assert anon.get(path, headers={"If-None-Match": header}).status_code == 200, header
+        r = admin.post(path, json={"excerpt": "Not written"}, headers={"If-Match": header})
+        assert (r.status_code, r.get_json()["code"]) == (412, "rest_precondition_failed"), header
+    assert anon.get(path).headers["ETag"] == tag
+
+
 @pytest.mark.parametrize("kind", ["events", "venues"])
 def test_if_match_star_needs_the_record(admin, kind, factory):
     r = admin.post(f"/{kind}/99999", json={"title": "x", "venue": "x"}, headers={"If-Match": "*"})

@@ -4,9 +4,11 @@ redaction, commit subjects, numeric CLI options. Each test goes through the real
 from __future__ import annotations
 
 import gc
+import json
 import logging
 
 import pytest
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from conftest import API
 
@@ -41,6 +43,34 @@ def test_allowed_hosts_follow_djangos_convention(make_app):
     for host, status in (("example.org", 200), ("a.b.example.org:8443", 200), ("localhost", 400),
                          ("badexample.org", 400)):
         assert domain.get(API + "/events", headers={"Host": host}).status_code == status, host
+
+
+def test_host_names_compare_as_djangos_do(make_app):
+    """The answers werkzeug's host_is_trusted (Flask's TRUSTED_HOSTS) would not give: a trailing
+    dot and case ignored, IPv6 literals compared whole, "*" still refusing a malformed Host, and
+    an allowed name IDNA cannot encode never matching rather than failing every request."""
+    cases = {(): (("Localhost.", 200), ("localhost.:5000", 200), ("[::1]:80", 200), ("[::2]", 400), ("[::2]:80", 400),
+                  ("localhost:123456", 400)),
+             ("*",): (("anything.example", 200), ("bad host", 400), ("localhost:123456", 400), ("[::]:", 400)),
+             ("a..b", "localhost"): (("localhost", 200), ("other.example", 400))}
+    for allowed, answers in cases.items():
+        app = make_app(allowed_hosts=allowed)
+        for host, status in answers:  # run directly: the test client cannot build a URL of some of these
+            environ = EnvironBuilder(path=API + "/events").get_environ()
+            environ["HTTP_HOST"] = host
+            body, answered, _ = run_wsgi_app(app, environ, buffered=True)
+            assert int(answered.split()[0]) == status, (allowed, host, answered)
+            assert status == 200 or json.loads(b"".join(body))["code"] == "rest_invalid_host"
+
+
+def test_a_foreign_host_is_refused_before_anything_else_on_every_path(make_app):
+    client = make_app(max_body_bytes=1024).test_client()
+    refused = {"code": "rest_invalid_host", "message": "The Host header names a host this service does not answer for.",
+               "data": {"status": 400}}
+    for method, path in (("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/nope"), ("GET", API + "/nope"),
+                         ("OPTIONS", API + "/events"), ("POST", API + "/events"), ("POST", "/healthz")):
+        r = client.open(path, method=method, headers={"Host": "evil.example"}, data=b"x" * 5000)  # over the body limit
+        assert (r.status_code, r.get_json()) == (400, refused), (method, path)
 
 
 def test_distinct_hosts_and_search_words_keep_memory_bounded(make_app, factory):
@@ -207,7 +237,7 @@ def test_numeric_cli_options_give_one_line_and_exit_2(paths, repo, value, capsys
 @pytest.mark.parametrize("query", ["password=ab'TAILSECRET", "password=ab%27TAILSECRET", "x=1&pass%77ord=a\"TAILSECRET",
                                    "PASSWORD=TAILSECRET&y=2", "token[]=a;TAILSECRET", "pwd=a=b=TAILSECRET"])
 def test_secret_query_values_are_redacted_whole(make_app, query):
-    from calendar_service.http.app import RedactSecrets
+    from calendar_service.http.logs import RedactSecrets
 
     make_app()  # installs the filter on the access loggers
     access = logging.getLogger("werkzeug")

@@ -14,6 +14,7 @@ import time
 import pytest
 import yaml
 from argon2 import PasswordHasher
+from flask import request
 
 from calendar_service.auth.accounts import Accounts, AccountError, is_token
 from calendar_service.auth.limits import Limits
@@ -159,6 +160,25 @@ def test_forwarded_for_counts_only_when_trusted(make_app):
     for _ in range(2):
         trusting.get(API + "/events", headers={**spoofed, "X-Forwarded-For": "203.0.113.9"}, environ_base=LOCAL)
     assert trusting.get(API + "/events", headers=spoofed, environ_base=LOCAL).status_code == 401
+
+
+def test_only_the_last_forwarded_for_entry_is_taken_and_only_with_the_setting(make_app):
+    """The app's middleware puts the proxy's entry in remote_addr (what the limits count), even
+    after an entry with an unclosed quote (werkzeug's ProxyFix would then keep the proxy's own
+    address); the scheme and host the proxy might forward are never taken."""
+    seen = []
+
+    def whoami(app):
+        app.add_url_rule("/whoami", "whoami", lambda: seen.append((request.remote_addr, request.scheme, request.host)) or "")
+        return app.test_client()
+
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example", "X-Forwarded-Port": "8443"}
+    trusting, plain = whoami(make_app(trust_forwarded_for=True)), whoami(make_app())
+    for header, address in (("203.0.113.9", "203.0.113.9"), ("198.51.100.1, 203.0.113.9", "203.0.113.9"),
+                            ('"x, 203.0.113.9', "203.0.113.9"), (" , ", "192.0.2.1")):
+        trusting.get("/whoami", headers={**forwarded, "X-Forwarded-For": header}, environ_base=LOCAL)
+        plain.get("/whoami", headers={**forwarded, "X-Forwarded-For": header}, environ_base=LOCAL)
+        assert seen[-2:] == [(address, "http", "localhost"), ("192.0.2.1", "http", "localhost")], header
 
 
 def test_event_password_guesses_are_limited_per_event_and_address(make_app, paths):

@@ -105,7 +105,7 @@ class Limits:
         self.login = AttemptLimiter(login_attempts, login_window, size)
         self.address = AttemptLimiter(login_address_attempts, login_window, size)
         self.event = AttemptLimiter(event_password_attempts, event_password_window, size)
-        self.trust_forwarded_for = trust_forwarded_for
+        self.trust_forwarded_for = trust_forwarded_for  # the app reads X-Forwarded-For (see client)
         self._argon2 = threading.BoundedSemaphore(argon2_concurrency)
 
     @classmethod
@@ -115,15 +115,12 @@ class Limits:
                    settings.argon2_concurrency, settings.trust_forwarded_for)
 
     def client(self, request) -> str:
-        """The client address of a request (anything with ``remote_addr`` and ``headers``).
+        """The client address of a request (anything with ``remote_addr``).
 
         ``X-Forwarded-For`` is anyone's to send, so it counts only when the service is told it
-        runs behind a proxy; then the last address is the one that proxy saw.
+        runs behind a proxy (``trust_forwarded_for``); then the app's WSGI middleware has put
+        the last address of that header, the one the proxy saw, in ``remote_addr``.
         """
-        if self.trust_forwarded_for:
-            forwarded = [a.strip() for a in (request.headers.get("X-Forwarded-For") or "").split(",") if a.strip()]
-            if forwarded:
-                return forwarded[-1]
         return request.remote_addr or ""
 
     # ----------------------------------------------------------------------------- sign-in

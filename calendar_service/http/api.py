@@ -1,16 +1,17 @@
 """HTTP: the blueprint that hands every request under the namespace to the pipeline.
 
-The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. ``bp`` and
-``json_response`` are what the app factory imports from here.
+The pipeline is ``dispatch.py``; the handlers are in ``handlers/``. The app factory registers
+``bp``, which also puts the matched route's methods in the ``Allow`` header of every answer.
 """
 from __future__ import annotations
 
-from flask import Blueprint
+from flask import Blueprint, g
 from werkzeug.routing import PathConverter
 
 from calendar_service.http import dispatch as pipeline
 from calendar_service.http.call import json_response
-from calendar_service.http.dispatch import ALL_METHODS, PREFIX
+from calendar_service.http.dispatch import ALL_METHODS
+from calendar_service.http.namespace import PREFIX
 
 __all__ = ["bp", "json_response"]
 
@@ -34,3 +35,13 @@ def _register_converter(state):
 @bp.route(PREFIX + "/<anypath:rest>", methods=ALL_METHODS)
 def dispatch(rest: str):
     return pipeline.dispatch(rest)
+
+
+@bp.after_app_request
+def allow_header(response):
+    """The methods of the route a request matched (``dispatch`` keeps them in ``g``), on its
+    answer and on its errors, unless the answer names them itself."""
+    allow = getattr(g, "calendar_allow", None)
+    if allow is not None and "Allow" not in response.headers:
+        response.headers["Allow"] = allow
+    return response

@@ -19,7 +19,8 @@ from calendar_service.http.urls import Urls
 from calendar_service.http.arguments import (COMMON_ARGS, ICAL, LANGUAGE_CODES, LINKED_ORGANIZER, LINKED_VENUE,
                                              NO_DEFAULT, Arg)
 from calendar_service.http.checks import ID_SCHEMA
-from calendar_service.http.routing import NAMESPACE, WP_NAMESPACE, Endpoint, Route
+from calendar_service.http.namespace import NAMESPACE, WP_NAMESPACE
+from calendar_service.http.routing import Endpoint, Route
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")

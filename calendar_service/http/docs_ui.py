@@ -16,7 +16,7 @@ from swagger_ui_bundle import swagger_ui_path
 from werkzeug.exceptions import NotFound
 
 from calendar_service.http import i18n, prefix as api
-from calendar_service.http.routing import NAMESPACE
+from calendar_service.http.namespace import NAMESPACE
 
 ui = Blueprint("calendar_doc_ui", __name__)
 PAGE = f"/{NAMESPACE}/doc/ui"

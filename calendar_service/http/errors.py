@@ -78,6 +78,11 @@ def forbidden(authenticated: bool) -> ApiError:
     return ApiError.of(service_errors.forbidden(authenticated))
 
 
+def request_too_large(limit: int) -> ApiError:
+    """413 ``rest_request_too_large``: a body over ``CALENDAR_MAX_BODY_BYTES``."""
+    return ApiError("rest_request_too_large", f"The request body is larger than {limit} bytes.", PAYLOAD_TOO_LARGE)
+
+
 def no_route() -> ApiError:
     return ApiError("rest_no_route", "No route was found matching the URL and request method.", NOT_FOUND)
 

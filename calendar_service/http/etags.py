@@ -8,6 +8,7 @@ from flask import request
 from calendar_service.domain.records import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.call import Call
+from calendar_service.http.namespace import PREFIX
 from calendar_service.http.presenters import Presenter
 from calendar_service.http.urls import Urls
 from calendar_service.service import errors as service_errors
@@ -16,7 +17,7 @@ from calendar_service.service import errors as service_errors
 # password is built per caller, under this base whatever the request's host: a tag is the same
 # on every replica and behind every host name.
 TAG_BASE = "https://etag.invalid"
-TAG_URLS = Urls(rest_base=TAG_BASE + "/calendar/events/v1", site=TAG_BASE)
+TAG_URLS = Urls(rest_base=TAG_BASE + PREFIX, site=TAG_BASE)
 
 
 def etag(text: str) -> str:
@@ -47,7 +48,12 @@ def record_etag(call: Call, snapshot: Snapshot, record: Record) -> str:
 def matches(header: str | None, tag: str | None, weak: bool) -> bool:
     """Whether an If-Match / If-None-Match header names ``tag`` (``*``: any existing record).
 
-    If-None-Match compares weakly (a ``W/`` prefix is ignored), If-Match strongly."""
+    If-None-Match compares weakly (a ``W/`` prefix is ignored), If-Match strongly.
+
+    Werkzeug's ``request.if_match`` / ``if_none_match`` (``parse_etags``) give these answers for
+    well-formed headers but not for others, so they are not used: it takes an unquoted tag
+    (``abc``) for ``"abc"``, ``w/`` for ``W/`` and ``W/*`` for ``*``, and it does not strip
+    blanks around the value (with a space before it, ``"abc"`` matches nothing)."""
     if header is None or tag is None:
         return False
     for item in header.split(","):

@@ -15,6 +15,8 @@ import re
 import threading
 from pathlib import Path
 
+from calendar_service.http.namespace import PREFIX
+
 LOCALE_DIR = Path(__file__).with_name("locale")
 DOMAIN = "messages"
 DEFAULT = "en"
@@ -80,7 +82,7 @@ class LanguageSegment:
     first segment is left alone, so ``/xx/calendar/events/v1`` is a 404 ``rest_no_route``.
     """
 
-    PATTERN = re.compile(r"\A/([A-Za-z_-]{2,5})(/calendar/events/v1(?:/.*)?)\Z", re.I | re.S)
+    PATTERN = re.compile(r"\A/([A-Za-z_-]{2,5})(" + re.escape(PREFIX) + r"(?:/.*)?)\Z", re.I | re.S)
 
     def __init__(self, wsgi_app):
         self.wsgi_app = wsgi_app

@@ -20,9 +20,9 @@ from werkzeug.sansio.utils import get_current_url
 
 from calendar_service.http import i18n
 from calendar_service.http.urls import Urls
-from calendar_service.http.routing import NAMESPACE, WP_NAMESPACE
+from calendar_service.http.namespace import NAMESPACE, PREFIX, WP_NAMESPACE
 
-NATIVE = "/" + NAMESPACE                    # /calendar/events/v1
+NATIVE = PREFIX                             # /calendar/events/v1
 WP_ROOT = "/wp-json"                        # WordPress' REST root (its discovery route is WP_ROOT + "/")
 WP = f"{WP_ROOT}/{WP_NAMESPACE}"            # /wp-json/tribe/events/v1
 ENVIRON_KEY = "calendar.api_prefix"
@@ -99,3 +99,18 @@ def other_bases(settings) -> tuple[str, ...]:
         return ()
     base = host_base()
     return (base + NATIVE,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
+
+
+def init_app(app, service) -> None:
+    """With ``CALENDAR_WP_COMPAT``, add WordPress' discovery index ``/wp-json/`` to ``app``
+    (``WpCompat``, installed by ``wsgi.init_app``, serves the namespace itself)."""
+    if not service.settings.wp_compat:
+        return
+    from calendar_service.http.call import json_response
+    from calendar_service.http.handlers.discovery import wp_index  # it imports this module
+    from calendar_service.http.routes import ROUTES
+
+    @app.get("/wp-json", strict_slashes=False)
+    def wp_discovery():
+        """WordPress' discovery index (``/wp-json/``): the site and the ``tribe/events/v1`` routes."""
+        return json_response(wp_index(service, ROUTES), 200)

@@ -21,7 +21,8 @@ from calendar_service.http.handlers.records import (handle_create, handle_delete
 from calendar_service.http.handlers.subscriptions import (handle_deliveries, handle_subscribe, handle_subscription,
                                                          handle_subscriptions, handle_unsubscribe,
                                                          handle_update_subscription)
-from calendar_service.http.routing import NAMESPACE, Endpoint, Route
+from calendar_service.http.namespace import NAMESPACE
+from calendar_service.http.routing import Endpoint, Route
 
 EDIT = ("POST", "PUT", "PATCH")
 

@@ -13,9 +13,6 @@ from typing import Any, Callable
 from calendar_service.domain.resources import Resource
 from calendar_service.http.arguments import Arg
 
-NAMESPACE = "calendar/events/v1"
-WP_NAMESPACE = "tribe/events/v1"  # the original plugin's, served too with CALENDAR_WP_COMPAT (see prefix.py)
-
 
 @dataclass(frozen=True)
 class Endpoint:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from calendar_service.domain.resources import Resource
+from calendar_service.http.namespace import NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Urls:
 
     rest_base: str
     site: str
-    namespace: str = "calendar/events/v1"
+    namespace: str = NAMESPACE
 
     @functools.cached_property   # every event's global_id asks (a frozen dataclass keeps it in __dict__)
     def host_path(self) -> str:
