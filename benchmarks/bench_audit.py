@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from calendar_service import create_app
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.auth.accounts import Accounts
 from calendar_service.domain.resources import EVENTS
 from calendar_service.storage.store import GitStore
@@ -27,7 +27,7 @@ API = "/calendar/events/v1"
 
 
 def _event(record_id: int, title: str, slug: str) -> bytes:
-    return records.dump(EVENTS, {"id": record_id, "title": title, "slug": slug, "status": "publish",
+    return record_files.dump(EVENTS, {"id": record_id, "title": title, "slug": slug, "status": "publish",
                                  "start_date": "2030-01-01 10:00:00", "end_date": "2030-01-01 11:00:00",
                                  "timezone": "UTC"})
 

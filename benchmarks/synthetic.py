@@ -7,7 +7,7 @@ import random
 from itertools import accumulate
 from datetime import date, datetime, timedelta, timezone
 
-from calendar_service.domain import dates, records
+from calendar_service.domain import dates, record_files
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, TAGS, VENUES
 from calendar_service.domain.text import slugify
 
@@ -117,7 +117,7 @@ class _Calendar:
         self.post_id = 0
 
     def add(self, resource, data: dict) -> None:
-        self.files[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
+        self.files[record_files.path_for(resource, data["slug"], data)] = record_files.dump(resource, data)
         self.by_kind[resource.name][data["id"]] = data
 
     def unique(self, slug: str) -> str:

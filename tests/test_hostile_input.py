@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from calendar_service.domain.records import is_safe_slug, resource_of_path
+from calendar_service.domain.record_files import is_safe_slug, resource_of_path
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.http.arguments import create_args
 from calendar_service.http.checks import NONEMPTY, STRING_OR_EMPTY

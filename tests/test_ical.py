@@ -15,7 +15,7 @@ import icalendar
 import pytest
 import vobject
 
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain import text
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
 
@@ -57,7 +57,7 @@ class HandWritten:
         return self.next_post
 
     def put(self, resource, data: dict) -> int:
-        self.files[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+        self.files[record_files.path_for(resource, data["slug"])] = record_files.dump(resource, data)
         return data["id"]
 
     def category(self, name: str) -> int:

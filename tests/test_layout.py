@@ -6,7 +6,7 @@ git and index."""
 from __future__ import annotations
 
 from calendar_service.cli.commands import main as cli_main
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.resources import EVENTS, VENUES
 from calendar_service.storage.recovery import WORKTREE_TEMP_PREFIX
 from calendar_service.storage.writing import BULK_FILES
@@ -67,15 +67,15 @@ def test_an_editor_file_in_a_month_folder_is_served_and_validate_says_when_it_is
 
 
 def test_paths_from_dates_are_checked_like_any_other(repo):
-    assert records.path_for(EVENTS, "gala", {"start_date": "2031-02-14 19:00:00"}) == "events/2031/02/gala.md"
+    assert record_files.path_for(EVENTS, "gala", {"start_date": "2031-02-14 19:00:00"}) == "events/2031/02/gala.md"
     # a date that is not a date files at the top; venues are never filed by month
-    assert records.path_for(EVENTS, "gala", {"start_date": "../../x"}) == "events/gala.md"
-    assert records.path_for(EVENTS, "gala", {"start_date": "2031-13-01 10:00:00"}) == "events/gala.md"
-    assert records.path_for(VENUES, "hall", {"start_date": "2031-02-14 19:00:00"}) == "venues/hall.yaml"
-    assert records.resource_of_path("events/2031/02/gala.md") is EVENTS
+    assert record_files.path_for(EVENTS, "gala", {"start_date": "../../x"}) == "events/gala.md"
+    assert record_files.path_for(EVENTS, "gala", {"start_date": "2031-13-01 10:00:00"}) == "events/gala.md"
+    assert record_files.path_for(VENUES, "hall", {"start_date": "2031-02-14 19:00:00"}) == "venues/hall.yaml"
+    assert record_files.resource_of_path("events/2031/02/gala.md") is EVENTS
     for path in ("events/2031/2/gala.md", "events/31/02/gala.md", "events/2031/02/x/gala.md", "venues/2031/02/hall.yaml",
                  "events/2031/gala.md"):
-        assert records.resource_of_path(path) is None, path
+        assert record_files.resource_of_path(path) is None, path
 
 
 def test_new_writes_into_the_month_folder_and_refuses_a_taken_slug(app, repo, capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from calendar_service.cli.importer import import_events
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.snapshot import Memo
 from calendar_service.http.call import encode_json
 from calendar_service.http.presenters import RawJSON
@@ -37,8 +37,8 @@ def test_records_share_their_keys_and_short_strings():
         return (f"---\nid: {n}\ntitle: Talk {n}\nslug: talk-{n}\nstatus: publish\ntimezone: Europe/Berlin\n"
                 f"start_date: '2030-01-01 10:00:00'\nend_date: '2030-01-01 11:00:00'\ncategories: [music, jazz]\n"
                 f"---\n{'A long description. ' * 10}\n").encode()
-    first, _ = records.parse("events/talk-1.md", event(1))
-    second, _ = records.parse("events/talk-2.md", event(2))
+    first, _ = record_files.parse("events/talk-1.md", event(1))
+    second, _ = record_files.parse("events/talk-2.md", event(2))
     assert list(first.data) == list(second.data) and list(first.data)[:3] == ["id", "title", "slug"]
     for key in ("status", "timezone", "start_date"):
         assert first.data[key] is second.data[key]
@@ -103,7 +103,7 @@ def test_a_record_keeps_its_search_words_as_one_compact_string_matched_by_word_b
     raw = (b"---\nid: 9\ntitle: Jazz Night\nslug: jazz-night\nstatus: publish\n"
            b"start_date: '2030-01-01 20:00:00'\nend_date: '2030-01-01 23:00:00'\n---\n"
            b"Saxophones and a double bass, jazz until late.\n")
-    record, _ = records.parse("events/jazz-night.md", raw)
+    record, _ = record_files.parse("events/jazz-night.md", raw)
     words = queries.event_tokens(record)
     assert isinstance(words, str) and words is queries.event_tokens(record)   # kept, not rebuilt
     assert words.split() == sorted(set(words.split())) and "jazz" in words.split()

@@ -642,7 +642,7 @@ def test_a_window_gives_exactly_the_occurrences_inside_it(s, ws, we, sa, sb, ea,
 
 
 def test_series_of_reads_a_record_once_per_blob():
-    from calendar_service.domain.records import Record
+    from calendar_service.domain.record import Record
     from calendar_service.domain.recurrence.record import is_recurring, series_of
     from calendar_service.domain.resources import EVENTS
     data = {"id": 41, "start_date": "2026-09-01 19:00:00", "end_date": "2026-09-01 21:00:00",

@@ -342,8 +342,8 @@ def test_the_sample_calendar_has_a_valid_series():
     data = front_bytes(files[path])
     assert data["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=FR;COUNT=12", "EXDATE:20300412T190000"]
     assert list(data["exceptions"]) == ["2030-04-26 19:00:00"]
-    from calendar_service.domain import records
-    record, problems = records.parse(path, files[path])
+    from calendar_service.domain import record_files
+    record, problems = record_files.parse(path, files[path])
     assert record is not None and problems == []
 
 

@@ -20,7 +20,7 @@ import recurring_ical_events
 import vobject
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from calendar_service.domain import dates, records
+from calendar_service.domain import dates, record_files
 from calendar_service.domain import recurrence as rec
 from calendar_service.domain.resources import EVENTS, VENUES
 from test_recurrence import random_series
@@ -93,7 +93,7 @@ class Files:
         self.files: dict[str, bytes] = {}
 
     def put(self, resource, data: dict) -> int:
-        self.files[records.path_for(resource, data["slug"])] = records.dump(resource, data)
+        self.files[record_files.path_for(resource, data["slug"])] = record_files.dump(resource, data)
         return data["id"]
 
     def series(self, eid: int, s: rec.Series, exceptions: dict | None = None, **fields) -> int:

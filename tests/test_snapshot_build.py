@@ -2,7 +2,7 @@
 by one, as a snapshot derived from the previous one does; shared ids still go to the older file."""
 from __future__ import annotations
 
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 
@@ -17,7 +17,7 @@ def _event(n: int, slug: str, status: str = "publish", **refs) -> tuple[str, byt
 def _files(items) -> dict:
     files = {}
     for path, raw in items:
-        record, problems = records.parse(path, raw)
+        record, problems = record_files.parse(path, raw)
         assert record is not None, problems
         files[path] = ("0" * 40, record, tuple(problems))
     return files

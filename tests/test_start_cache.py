@@ -88,7 +88,7 @@ def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_boun
                                                                                   small_cache, monkeypatch):
     """A start from the cache makes no record's data until it is used; beyond the bound of
     events holding their data the oldest forget it, and make it again the same when asked."""
-    from calendar_service.domain import records
+    from calendar_service.domain.record import RECENT
     category = factory.category()
     venue = factory.venue()
     for n in range(6):
@@ -99,14 +99,14 @@ def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_boun
     fresh = _everything(make_app(), "/events/900")
     _wait_for_cache()
 
-    records.RECENT.clear()
-    monkeypatch.setattr(records.RECENT, "size", 2)
+    RECENT.clear()
+    monkeypatch.setattr(RECENT, "size", 2)
     app = make_app()
     snapshot = app.extensions["calendar"].catalog.current()
     restored = [entry[1] for entry in snapshot.files.values() if entry[1] is not None]
     assert restored and all(record.packed_data is not None for record in restored)
     assert _everything(app, "/events/900") == fresh
-    assert len(records.RECENT) <= 2
+    assert len(RECENT) <= 2
     events = [record for record in restored if record.resource.name == "events"]
     assert len([record for record in events if record._data is not None]) <= 2
     # venues, organizers and terms are held once made (their lists read every one of them)

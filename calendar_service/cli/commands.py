@@ -24,7 +24,7 @@ from pathlib import Path
 
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
 from calendar_service.config import Settings, configuration_page, effective_settings
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import reference_problems
@@ -214,7 +214,7 @@ def cmd_validate(options) -> int:
     def line_of(path: str, key: str) -> int:
         if path not in texts:
             texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
-        return records.line_of(texts[path], key)
+        return record_files.line_of(texts[path], key)
 
     problems = list(snapshot.problems) + reference_problems(snapshot, line_of) + unsafe_paths(root)
     shown = os.path.normpath(str(options.content_dir)) if options.content_dir else (
@@ -235,7 +235,7 @@ def cmd_validate(options) -> int:
     return 0
 
 
-def unsafe_paths(root: Path) -> list[records.Problem]:
+def unsafe_paths(root: Path) -> list[record_files.FileProblem]:
     """A problem for each path under the content folders that the service would refuse to pull
     (see ``domain.paths``): a symbolic link, a ``.git`` or otherwise unsafe component."""
     found = []
@@ -246,7 +246,7 @@ def unsafe_paths(root: Path) -> list[records.Problem]:
             relative = path.relative_to(root).as_posix()
             problem = path_problem(relative, SYMLINK_MODE if path.is_symlink() else FILE_MODES[0])
             if problem:
-                found.append(records.Problem(relative, 1, f"the service refuses this path: {problem}"))
+                found.append(record_files.FileProblem(relative, 1, f"the service refuses this path: {problem}"))
     return found
 
 
@@ -279,7 +279,7 @@ def cmd_new(options) -> int:
     title = options.title.strip()
     if not title:
         raise ValueError("--title must not be empty")
-    if options.slug is not None and not records.is_safe_slug(options.slug):
+    if options.slug is not None and not record_files.is_safe_slug(options.slug):
         raise ValueError(f"--slug {options.slug!r}: use lowercase letters, digits, '-' or '_'")
     # the API's slug rule (a Windows device name such as ``con`` gets a suffix)
     slug = text.slugify(options.slug or title) or resource.singular
@@ -316,12 +316,12 @@ def cmd_new(options) -> int:
                 raise ValueError(f"--repeat: {exc}") from None
     elif options.start or options.end or options.repeat:
         raise ValueError("--start, --end and --repeat are for events only")
-    path = records.path_for(resource, slug, data)   # an event goes to the folder of its month
+    path = record_files.path_for(resource, slug, data)   # an event goes to the folder of its month
     target = root / path
     if target.exists():
         raise ValueError(f"{target} exists already; choose another --slug")
-    content = records.dump(resource, data)
-    record, problems = records.parse(path, content)
+    content = record_files.dump(resource, data)
+    record, problems = record_files.parse(path, content)
     if record is None or problems:  # never write a file validate would refuse
         raise ValueError("; ".join(str(p) for p in problems) or "the record could not be written")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -42,10 +42,10 @@ from pathlib import Path
 from calendar_service.cli.import_values import (Bad, as_bool, as_float, as_id, as_image, as_list, as_stamp, as_str,
                                                 plain_text, record_label)
 from calendar_service.domain import dates
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain import text
 from calendar_service.cli import import_series
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.objects import blob_sha
@@ -139,12 +139,12 @@ class _Planner:
         for path in snapshot.files:
             folder = path.partition("/")[0]
             if folder in self.taken_slugs:
-                self.taken_slugs[folder].add(records.file_stem(path))
+                self.taken_slugs[folder].add(record_files.file_stem(path))
         for resource in RESOURCES.values():
             self.taken_slugs[resource.folder].update(record.slug for record in snapshot.all(resource))
         for folder, slugs in self.taken_slugs.items():
             for _, _, names in os.walk(root / folder):
-                slugs.update(records.file_stem(name) for name in names)
+                slugs.update(record_files.file_stem(name) for name in names)
         # (resource name, global id) -> the record whose lineage holds it
         self.lineage: dict[tuple, Record] = {}
         for resource in (EVENTS, VENUES, ORGANIZERS):
@@ -336,11 +336,11 @@ class _Planner:
                result: ImportResult) -> None:
         """Dump a new record, or rewrite a matched one when its file changes (an editor's extra keys kept)."""
         if existing is None:
-            out[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
+            out[record_files.path_for(resource, data["slug"], data)] = record_files.dump(resource, data)
             result.created[resource.name] += 1
             return
         extras = {k: v for k, v in existing.file_data().items() if k not in data}
-        content = records.dump(resource, {**data, **extras})
+        content = record_files.dump(resource, {**data, **extras})
         blob = self.snapshot.files[existing.path][0]
         if blob_sha(content) == blob:
             result.unchanged[resource.name] += 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import (
     DEFAULT_HORIZON_MONTHS, EPOCH, Occurrence, Series, horizon_end, occurrence_at, occurrence_id, served_id,
     split_occurrence_id)

@@ -8,7 +8,7 @@ their own drafts and pending records.
 from __future__ import annotations
 
 from calendar_service.domain.roles import User
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, Resource
 
 VISIBLE_TO_EDITORS = ("publish", "future", "draft", "pending", "private")

@@ -19,7 +19,7 @@ from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.recurrence import occurrences as expand_series
 from calendar_service.domain.roles import User
 from calendar_service.domain.snapshot import Snapshot
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, Resource
 
 

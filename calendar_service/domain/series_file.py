@@ -52,7 +52,7 @@ def problems(data: dict, text: str, line_of, front_matter: str, lead: int) -> li
 
 
 def _same_key(written, label: str) -> bool:
-    """Whether an exception key as written in YAML is the key a Problem names (its ``str``)."""
+    """Whether an exception key as written in YAML is the key a SeriesProblem names (its ``str``)."""
     text = str(written).strip()
     return text == label or text.replace("T", " ", 1) == label or label.startswith(text + " ")
 

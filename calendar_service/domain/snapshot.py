@@ -14,7 +14,8 @@ from functools import cached_property
 from pyroaring import BitMap
 
 from calendar_service.domain.layered import Layered
-from calendar_service.domain.records import Problem, Record, resource_of_path
+from calendar_service.domain.record import Record
+from calendar_service.domain.record_files import FileProblem, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, ORGANIZERS, RESOURCES, VENUES, Resource
 
 REF_KEYS = tuple(EVENT_REFERENCES)
@@ -206,7 +207,7 @@ class Snapshot:
         self.ids: dict[str, dict[int, Record]] = {"posts": {}, "terms": {}}
         self.refs_index: dict[tuple[str, str], BitMap] = {}
         self.published_refs: dict[tuple[str, str], BitMap] = {}
-        self._conflicts: list[Problem] = []
+        self._conflicts: list[FileProblem] = []
         self._copied = None   # a full build owns every set it makes: nothing to copy first
         self.unassigned, self.displaced, self.reslugged = [], [], []
         ids, by_id, by_slug = self.ids, self.by_id, self.by_slug
@@ -224,13 +225,13 @@ class Snapshot:
                 slug_holder = self.by_slug[record.resource.name].get(record.slug)
                 if slug_holder is not None:  # a plain copy: its slug is given in the same commit
                     self.reslugged.append((record, slug_holder))
-                self._conflicts.append(Problem(record.path, 1, f"id {record.id} is also in {other.path}, which "
+                self._conflicts.append(FileProblem(record.path, 1, f"id {record.id} is also in {other.path}, which "
                                                "is older: the service gives this file a new id", "warning"))
                 continue
             other = self.by_slug[record.resource.name].get(record.slug)
             if other is not None:
                 self.reslugged.append((record, other))
-                self._conflicts.append(Problem(record.path, 1, f"slug {record.slug!r} is also the slug of {other.path}, "
+                self._conflicts.append(FileProblem(record.path, 1, f"slug {record.slug!r} is also the slug of {other.path}, "
                                                "which is older: the service gives this file another slug", "warning"))
                 continue
             # ``_add`` without the references (collected below in one pass over the events)
@@ -381,7 +382,7 @@ class Snapshot:
     # ------------------------------------------------------------------------- reading
 
     @cached_property
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[FileProblem]:
         """The problems of every file (by path), then the id and slug conflicts."""
         found = [p for path in sorted(self.files) for p in self.files[path][2]]
         return found + self._conflicts
@@ -480,7 +481,7 @@ class Snapshot:
         return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1
 
 
-def reference_problems(snapshot: Snapshot, line_of=None) -> list[Problem]:
+def reference_problems(snapshot: Snapshot, line_of=None) -> list[FileProblem]:
     """References that point nowhere: an event's venue, organizer, category or tag that no
     record has (by id or slug), a category whose parent is missing or itsnapshot. The service
     serves such records and skips the dangling references; ``validate`` reports them.
@@ -492,7 +493,7 @@ def reference_problems(snapshot: Snapshot, line_of=None) -> list[Problem]:
             target = EVENT_REFERENCES[key]
             for ref in event.data.get(key) or []:
                 if snapshot.resolve(target, ref) is None:
-                    found.append(Problem(event.path, line_of(event.path, key),
+                    found.append(FileProblem(event.path, line_of(event.path, key),
                                          f"{key}: no {target.singular} has the {'id' if isinstance(ref, int) else 'slug'} {ref!r}"))
     for category in snapshot.all(RESOURCES["categories"]):
         parent = category.data.get("parent")
@@ -500,8 +501,8 @@ def reference_problems(snapshot: Snapshot, line_of=None) -> list[Problem]:
             continue
         found_parent = snapshot.resolve(category.resource, parent)
         if found_parent is category:
-            found.append(Problem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
+            found.append(FileProblem(category.path, line_of(category.path, "parent"), "a category cannot be its own parent"))
         elif found_parent is None:
             kind = "id" if isinstance(parent, int) else "slug"
-            found.append(Problem(category.path, line_of(category.path, "parent"), f"parent: no category has the {kind} {parent!r}"))
+            found.append(FileProblem(category.path, line_of(category.path, "parent"), f"parent: no category has the {kind} {parent!r}"))
     return found

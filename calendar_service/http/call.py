@@ -7,7 +7,7 @@ from flask import Response, current_app, request
 
 from calendar_service.auth.accounts import User
 from calendar_service.domain import permissions
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import Resource
 from calendar_service.http import i18n
 from calendar_service.http.presenters import Presenter, to_json

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from calendar_service.domain import dates, permissions
 from calendar_service.domain.booleans import LENIENT, parse_bool
-from calendar_service.domain.records import is_safe_slug
+from calendar_service.domain.record_files import is_safe_slug
 from calendar_service.domain.resources import CATEGORIES, EVENTS, OTHER_REGISTERED_STATUSES, POST_STATUSES, Resource
 from calendar_service.http import series_params
 from calendar_service.http.params import CheckContext, Invalid, as_list, to_str

@@ -15,7 +15,7 @@ from flask import Response, g, request
 from calendar_service.http import errors
 from calendar_service.auth.accounts import User
 from calendar_service.domain import permissions
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http.errors import ApiError
 from calendar_service.http import i18n, prefix

@@ -5,7 +5,7 @@ import hashlib
 
 from flask import request
 
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.call import Call
 from calendar_service.http.namespace import PREFIX

@@ -33,14 +33,14 @@ from zoneinfo import ZoneInfo
 from icalendar import Calendar, Event, Timezone, TimezoneStandard, vCalAddress, vDuration, vText
 from icalendar.parser import Contentline
 
-from calendar_service.domain import dates, permissions, records, recurrence
+from calendar_service.domain import dates, permissions, record_files, recurrence
 from calendar_service.domain import text
 from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http import ical_fold
 from calendar_service.http.ical_cache import VEVENTS
 from calendar_service.http.urls import Urls
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS
 
 log = logging.getLogger(__name__)
@@ -350,7 +350,7 @@ class IcalPresenter:
         if not venues:
             return
         venue = venues[0].data
-        region = venue.get(records.region_key(venue))
+        region = venue.get(record_files.region_key(venue))
         parts = [venues[0].title, venue.get("address"), venue.get("city"), region, venue.get("zip"), venue.get("country")]
         parts = [str(p).strip() for p in parts if p not in (None, "") and str(p).strip()]
         ev.add("location", ", ".join(dict.fromkeys(parts)))

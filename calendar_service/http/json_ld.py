@@ -1,8 +1,8 @@
 """JSON-LD (schema.org) of single reads, as the original embeds it under ``json_ld``."""
 from __future__ import annotations
 
-from calendar_service.domain import records, text
-from calendar_service.domain.records import Record
+from calendar_service.domain import record_files, text
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import ORGANIZERS, VENUES
 
 
@@ -56,7 +56,7 @@ def venue_ld(record: Record, urls) -> dict:
             "@type": "PostalAddress",
             "streetAddress": data.get("address") or "",
             "addressLocality": data.get("city") or "",
-            "addressRegion": data.get(records.region_key(data)) or "",
+            "addressRegion": data.get(record_files.region_key(data)) or "",
             "postalCode": data.get("zip") or "",
             "addressCountry": data.get("country") or "",
         },

@@ -14,10 +14,10 @@ from calendar_service.http import json_ld, occurrence_json
 from calendar_service.http.urls import STAND_IN, Urls, neutral, text_with_urls, with_urls
 from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
-from calendar_service.domain import dates, permissions, records
+from calendar_service.domain import dates, permissions, record_files
 from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
 
 
@@ -358,7 +358,7 @@ class Presenter:
         }
         for key in ("address", "city", "country", "province", "state", "zip", "phone", "website"):
             out[key] = "" if data.get(key) is None else str(data[key])
-        region = data.get(records.region_key(data))  # written once, as state or province
+        region = data.get(record_files.region_key(data))  # written once, as state or province
         out["stateprovince"] = "" if region is None else str(region)
         if data.get("geo_lat") is not None and data.get("geo_lng") is not None:
             out["geo_lat"] = data["geo_lat"]

@@ -1,7 +1,7 @@
 """The ``recurrence`` block of a recurring event's single read (its series as the file holds it)."""
 from __future__ import annotations
 
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import RecurrenceError
 from calendar_service.domain.recurrence.lines import show
 from calendar_service.domain.recurrence.record import series_of

@@ -15,7 +15,7 @@ from whoosh.analysis import SpaceSeparatedTokenizer
 
 from calendar_service.domain import dates, occurrences
 from calendar_service.domain.queries import analysed_set, event_text, word_string
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import occurrences as expand
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.snapshot import ref_term

@@ -7,7 +7,7 @@ head while holding the store's write lock, so concurrent writers never lose each
 changes and never reuse an id.
 
 ``CalendarService`` is a facade: it runs the write transaction and holds one helper per
-concern (``writes.Writer`` plans the files, ``history.History`` reads revisions and
+concern (``writes.WritePlanner`` plans the files, ``history.RecordHistory`` reads revisions and
 changes, ``sync.RemoteSync`` talks to the git remote, ``trash`` lists and empties the
 trash). Failures are ``errors.ServiceError``; ``build.build_service`` makes the service.
 """
@@ -23,16 +23,16 @@ import time
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
 from calendar_service.domain import occurrences, permissions, queries, text
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES, Resource
 from calendar_service.index import search
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import errors, ids, trash
 from calendar_service.service.status import view as status_view
-from calendar_service.service.history import History
+from calendar_service.service.history import RecordHistory
 from calendar_service.service.sync import RemoteSync
-from calendar_service.service.series_writes import SeriesWriter
-from calendar_service.service.writes import LinkedValueError, WritePlan, Writer, parse_linked, parse_term_list
+from calendar_service.service.series_writes import SeriesPlanner
+from calendar_service.service.writes import LinkedValueError, WritePlan, WritePlanner, parse_linked, parse_term_list
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.catalog import Catalog, collector_paused
 from calendar_service.storage.store import BranchMoved, GitStore, PullResult, PushRejected, RemoteError, StoreError
@@ -102,9 +102,9 @@ class CalendarService:
         self.catalog = catalog
         self.accounts = accounts
         self.index = index
-        self.writer = Writer(settings)
-        self.series_writer = SeriesWriter(self.writer)
-        self.history = History(store, catalog, self.check_readable, self._catch_up_for)
+        self.planner = WritePlanner(settings)
+        self.series_planner = SeriesPlanner(self.planner)
+        self.history = RecordHistory(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
         self._writing = threading.local()      # set while this thread holds the write lock here
@@ -210,16 +210,16 @@ class CalendarService:
         slug exist already are refused with ``term_exists``.
         """
         if resource in (VENUES, ORGANIZERS):
-            existing = self.writer.find_duplicate(self.snapshot(), resource, args, user)
+            existing = self.planner.find_duplicate(self.snapshot(), resource, args, user)
             if existing is not None:
                 return existing, CREATED
-        return self._write(self.writer.create(resource, args, user), user), CREATED
+        return self._write(self.planner.create(resource, args, user), user), CREATED
 
     def update(self, record: Record, args: dict, user: User, precondition=None) -> Record:
         """Apply validated arguments to ``record`` (fields not given are kept).
 
         ``precondition`` is checked against the head the write commits on (see ``_write``)."""
-        return self._write(self.writer.update(record, args, user), user, precondition)
+        return self._write(self.planner.update(record, args, user), user, precondition)
 
     def delete(self, record: Record, user: User, precondition=None) -> Record:
         """Trash a post (status ``trash``; no other record changes) or delete a term for good
@@ -230,14 +230,14 @@ class CalendarService:
         resource = record.resource
         if resource.kind == "post" and record.status == "trash":
             raise errors.plugin_error(f"{resource.singular}-is-in-trash", id=record.id)
-        result = self._write(self.writer.delete(record), user, precondition)
+        result = self._write(self.planner.delete(record), user, precondition)
         return record if result is None else result
 
     def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,
                           precondition=None) -> Record:
         """Update (``args``) or delete (None) the occurrence of ``record``'s series at ``original`` with
         ``scope`` (see ``series_writes``) in one commit; returns the series (the new one for following)."""
-        return self._write(self.series_writer.plan(record, original, scope, args, user), user, precondition)
+        return self._write(self.series_planner.plan(record, original, scope, args, user), user, precondition)
 
     def trashed(self, resources=None, older_than_days: float | None = None) -> list[Record]:
         """The trashed events, venues and organizers (of ``resources``, default all three),
@@ -252,7 +252,7 @@ class CalendarService:
         return len(removed)
 
     def command_write(self, build, user: User, allowed) -> None:
-        """A write of the command line: ``build`` (see ``writes.Writer``) committed by ``user``
+        """A write of the command line: ``build`` (see ``writes.WritePlanner``) committed by ``user``
         when ``allowed(user)``, else a forbidden error and nothing written."""
         if not allowed(user):
             raise errors.forbidden(True)
@@ -360,15 +360,15 @@ class CalendarService:
     # ------------------------------------------------------------------------- history and the remote
 
     def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
-        """``record``'s revisions, newest first (see ``History.revisions``)."""
+        """``record``'s revisions, newest first (see ``RecordHistory.revisions``)."""
         return self.history.revisions(record, snapshot)
 
     def revision_at(self, record: Record, commit: str) -> tuple[Snapshot, Record]:
-        """The snapshot of ``commit`` and ``record`` as it was there (see ``History.revision_at``)."""
+        """The snapshot of ``commit`` and ``record`` as it was there (see ``RecordHistory.revision_at``)."""
         return self.history.revision_at(record, commit)
 
     def changes(self, since: str | None, user: User | None) -> tuple[list[dict] | None, str]:
-        """The net changes since the token ``since`` and the token of now (see ``History.changes``)."""
+        """The net changes since the token ``since`` and the token of now (see ``RecordHistory.changes``)."""
         return self.history.changes(since, user)
 
     @property

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from calendar_service.auth.accounts import User
-from calendar_service.domain import records
-from calendar_service.domain.records import Record
+from calendar_service.domain import record_files
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.service import errors
 from calendar_service.service.errors import ServiceError
@@ -21,7 +21,7 @@ from calendar_service.storage.store import ZERO, GitStore
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full commit id, as change tokens are
 
 
-class History:
+class RecordHistory:
     """Revisions and changes of the records of one store. ``check_readable(record, user)``
     (the service's) raises when ``user`` may not read ``record``; ``catch_up(commit)`` pulls
     from the git remote when there is one (returns whether the branch may have moved)."""
@@ -87,7 +87,7 @@ class History:
 
     def _holds(self, path: str, blob: str, record: Record) -> bool:
         raw = self.store.read_object(blob)
-        old, _ = records.parse(path, raw) if raw is not None else (None, [])
+        old, _ = record_files.parse(path, raw) if raw is not None else (None, [])
         return old is not None and old.resource is record.resource and old.id == record.id
 
     def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
@@ -150,11 +150,11 @@ class History:
         before: dict = {}
         after: dict = {}
         for path, (old_blob, new_blob) in diff.items():
-            resource = records.resource_of_path(path)
+            resource = record_files.resource_of_path(path)
             if resource is None:
                 continue
             if old_blob and old_blob in old_contents:
-                old, _ = records.parse(path, old_contents[old_blob])
+                old, _ = record_files.parse(path, old_contents[old_blob])
                 if old is not None and old.id is not None:  # a file without id was never served
                     before[(resource.name, old.id)] = old
             entry = snapshot.files.get(path) if new_blob else None

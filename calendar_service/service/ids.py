@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from calendar_service.domain import records, text
+from calendar_service.domain import record_files, text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.service.errors import ServiceError
 from calendar_service.storage.store import BranchMoved, PushRejected, StoreError
@@ -46,7 +46,7 @@ def plan(snapshot: Snapshot, raw: dict[str, bytes]) -> tuple[dict[str, bytes], l
             next_ids[space] = snapshot.next_id(record.resource)
         new_id = next_ids[space]
         next_ids[space] += 1
-        content = records.with_key(record.resource, raw[record.path], "id", new_id)
+        content = record_files.with_key(record.resource, raw[record.path], "id", new_id)
         if _check(record, content, "id", new_id):
             changes[record.path] = content
             why = "had no id" if holder is None else f"had id {record.id}, which {holder.path} holds since before"
@@ -54,12 +54,12 @@ def plan(snapshot: Snapshot, raw: dict[str, bytes]) -> tuple[dict[str, bytes], l
     planned: dict[str, set] = {}
     for record, holder in snapshot.reslugged:
         used = planned.setdefault(record.resource.name, set())
-        stem = records.file_stem(record.path)
-        new_slug = text.unique_slug(stem if records.is_safe_slug(stem) else record.resource.singular,
+        stem = record_files.file_stem(record.path)
+        new_slug = text.unique_slug(stem if record_files.is_safe_slug(stem) else record.resource.singular,
                                     lambda slug: slug in used or snapshot.get_slug(record.resource, slug) is not None
                                     or _beside(record, slug) in snapshot.files and _beside(record, slug) != record.path)
         used.add(new_slug)
-        content = records.with_key(record.resource, changes.get(record.path, raw[record.path]), "slug", new_slug)
+        content = record_files.with_key(record.resource, changes.get(record.path, raw[record.path]), "slug", new_slug)
         if _check(record, content, "slug", new_slug):
             changes[record.path] = content
             lines.append(f"{record.path}: had slug {record.slug!r}, which {holder.path} holds since before; "
@@ -74,7 +74,7 @@ def _beside(record, slug: str) -> str:
 
 def _check(record, content: bytes, key: str, value) -> bool:
     """Whether ``content`` reads with ``key`` set to ``value`` (never write a file worse)."""
-    parsed, _ = records.parse(record.path, content)
+    parsed, _ = record_files.parse(record.path, content)
     if parsed is None or parsed.data.get(key) != value:  # not expected for a file that parsed
         log.warning("%s: could not set its %s to %s without changing more; left as it is", record.path, key, value)
         return False

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from calendar_service.domain import permissions, records
-from calendar_service.domain.records import Record
+from calendar_service.domain import permissions, record_files
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.service.writes import WritePlan
 
@@ -20,7 +20,7 @@ def file_by_month(service, user) -> list[tuple[Record, str]]:
 
 
 def filing(read_blobs: Callable[[list], dict], moved: list[tuple[Record, str]]):
-    """The build (see ``writes.Writer``) that moves every readable event file at the top of
+    """The build (see ``writes.WritePlanner``) that moves every readable event file at the top of
     ``events/`` to the folder of its start month, keeping its name; ``moved`` receives (record,
     new path). A file whose new path is taken stays where it is (said in the commit message)."""
     def build(plan: WritePlan):
@@ -30,7 +30,7 @@ def filing(read_blobs: Callable[[list], dict], moved: list[tuple[Record, str]]):
             folder, _, name = event.path.rpartition("/")
             if folder != EVENTS.folder:
                 continue   # filed already: its data is not even unpacked
-            target = f"{records.folder_for(EVENTS, event.data)}/{name}"
+            target = f"{record_files.folder_for(EVENTS, event.data)}/{name}"
             if target == event.path:
                 continue   # no readable start date: it stays at the top
             if target in plan.snapshot.files or target in targets:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 
 from calendar_service.domain import dates
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, TAGS, VENUES
 from calendar_service.storage.store import GitStore
 
@@ -115,7 +115,7 @@ def build(today: datetime, site_timezone: str) -> dict[str, bytes]:
     post_ids: dict[tuple[str, str], int] = {}
 
     def add(resource, data):
-        files[records.path_for(resource, data["slug"], data)] = records.dump(resource, data)
+        files[record_files.path_for(resource, data["slug"], data)] = record_files.dump(resource, data)
 
     for resource, items in ((CATEGORIES, CATEGORIES_DATA), (TAGS, TAGS_DATA)):
         for item in items:

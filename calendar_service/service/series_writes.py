@@ -4,7 +4,7 @@ occurrences with a scope (``this``, ``following``, ``all``; docs/decisions.md "E
 Each write plans the series' file (and, for ``following``, the new series' file) in one
 ``WritePlan``, so the service commits it as one commit authored by the caller. The fields a
 request changes are worked out by applying its arguments with the ordinary rules
-(``Writer._apply``) to the occurrence as it is, then compared: only what differs is written,
+(``WritePlanner._apply``) to the occurrence as it is, then compared: only what differs is written,
 as an exception (``this``), into the split-off series (``following``) or into the whole series
 (``all``) through ``recurrence.apply_*``.
 """
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from calendar_service.auth.accounts import User
 from calendar_service.domain import dates, permissions, text
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import (
     SERIES_ONLY, RecurrenceError, Series, apply_all, apply_following, apply_this, occurrence_at,
     recurrence_problems, split_occurrence_id)
@@ -109,15 +109,15 @@ def drop_stale_exceptions(data: dict, site_tz) -> None:
     data["exceptions"] = kept or None
 
 
-class SeriesWriter:
+class SeriesPlanner:
     """Plans scoped writes of series (the ``build(plan)`` functions the service commits)."""
 
-    def __init__(self, writer):
-        self.writer = writer  # writes.Writer: the ordinary rules of fields
+    def __init__(self, planner):
+        self.planner = planner  # writes.WritePlanner: the ordinary rules of fields
 
     @property
     def site_tz(self):
-        return self.writer.site_tz
+        return self.planner.site_tz
 
     def _current(self, plan, record: Record) -> tuple[Record, Series]:
         current = plan.snapshot.get(EVENTS, record.id)
@@ -132,7 +132,7 @@ class SeriesWriter:
         """The fields the arguments change in the occurrence at ``original``, in file form."""
         before = occurrence_data(current, series, original)
         fields = {k: v for k, v in args.items() if k not in ("recurrence", "recurrence_scope")}
-        after = self.writer._apply(plan, EVENTS, dict(before), fields, user, creating=False)
+        after = self.planner._apply(plan, EVENTS, dict(before), fields, user, creating=False)
         relevant = set(fields) | {"start_date", "end_date"}
         if "date" in fields:
             relevant.add("date_utc")
@@ -177,7 +177,7 @@ class SeriesWriter:
                 return (f"Split {label} at {show(where, series.all_day)} into event {new_id}", (EVENTS, new_id))
             # all
             if ("timezone" in changed or "all_day" in changed) and where == series.start:
-                data = self.writer._apply(plan, EVENTS, dict(current.data),
+                data = self.planner._apply(plan, EVENTS, dict(current.data),
                                           {k: v for k, v in args.items() if k != "recurrence"}, user, creating=False)
             else:
                 data = {**current.data, **self._scoped(apply_all, series, where, changed), "modified_utc": now}

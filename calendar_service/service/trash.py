@@ -1,6 +1,6 @@
 """The trash: listing trashed events, venues and organizers, and deleting them for good.
 
-Trashing is an update (status ``trash``, see ``writes.Writer.delete``); emptying the trash
+Trashing is an update (status ``trash``, see ``writes.WritePlanner.delete``); emptying the trash
 removes the files in one commit, and git history keeps every one of them.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from calendar_service.domain import dates
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES
 from calendar_service.service.writes import REFERENCE_KEYS, WritePlan, unlink
 from calendar_service.domain.snapshot import Snapshot
@@ -34,7 +34,7 @@ def trashed(snapshot: Snapshot, resources=None, older_than_days: float | None = 
 
 
 def emptying(records: list[Record], removed: list[Record]):
-    """The build (see ``writes.Writer``) that deletes the files of trashed ``records`` for good.
+    """The build (see ``writes.WritePlanner``) that deletes the files of trashed ``records`` for good.
 
     Only records still in the trash at the branch head are removed (one restored meanwhile
     is kept); ``removed`` receives them. Events whose ``post_parent`` names a removed event

@@ -7,7 +7,7 @@ competes for the delivery lease in that database; the one process holding it:
 1. *produces*: walks the branch from the cursor (the last commit turned into deliveries) to
    the head, one first-parent step at a time (an API write, an editor's commit, a pulled or
    merged commit), computes the changes-feed entries of each step with the service's own code
-   (``History.records_changed``/``entries``) from the point of view of each subscription's
+   (``RecordHistory.records_changed``/``entries``) from the point of view of each subscription's
    owner, and enqueues one delivery per matching subscription together with the new cursor,
    in one transaction. A branch that was force-moved (the cursor is no longer in its history)
    gives one delivery of the net changes from the cursor's commit to the new head, marked
@@ -38,7 +38,7 @@ from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
 from calendar_service.domain.resources import CATEGORIES, EVENTS, RESOURCES, TAGS
 from calendar_service.service import errors, outbound
-from calendar_service.service.history import History
+from calendar_service.service.history import RecordHistory
 from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.state import StateDB
 from calendar_service.storage.store import ZERO, GitStore, StoreError
@@ -67,7 +67,7 @@ def new_secret() -> str:
 class Webhooks:
     """The webhooks of one service (see the module)."""
 
-    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: History, accounts: Accounts):
+    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: RecordHistory, accounts: Accounts):
         self.settings = settings
         self.store = store
         self.catalog = catalog

@@ -1,7 +1,7 @@
 """Turning validated arguments into files: the plan of one write and the rules that fill it.
 
 A ``WritePlan`` collects the files one write changes, the ids and slugs it hands out and
-the lines of its commit message. ``Writer`` fills plans for creates, updates and deletes:
+the lines of its commit message. ``WritePlanner`` fills plans for creates, updates and deletes:
 fields not given are kept, dates are read in the event's (or the site's) time zone, venues
 and organizers named in an event are found or created, unknown category and tag names
 become new terms. Nothing here touches git: the service commits the plan.
@@ -14,9 +14,9 @@ from datetime import timezone
 
 from calendar_service.auth.accounts import User
 from calendar_service.config import Settings
-from calendar_service.domain import dates, permissions, records, text
+from calendar_service.domain import dates, permissions, record_files, text
 from calendar_service.domain.booleans import LENIENT, parse_bool
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
 from calendar_service.service import errors, series_writes
 from calendar_service.domain.snapshot import Snapshot
@@ -122,12 +122,12 @@ _QUOTED_KEY = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
 
 def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
     """Raise ``rest_invalid_param`` when ``content`` would not be read back as a record."""
-    record, problems = records.parse(path, content)
+    record, problems = record_files.parse(path, content)
     errors_found = [p for p in problems if p.severity == "error"]
     if record is not None and not errors_found:
         return
     reasons = {}
-    for problem in errors_found or [records.Problem(path, 1, "the record could not be read back")]:
+    for problem in errors_found or [record_files.FileProblem(path, 1, "the record could not be read back")]:
         found = _QUOTED_KEY.search(problem.message)
         key = found.group(1) if found else resource.title_key
         if key.endswith("_utc") and key[: -len("_utc")] in resource.input_keys:
@@ -163,7 +163,7 @@ class WritePlan:
             # a path in the tree is never written over unless it is this record's own file,
             # even when the service cannot read it (an editor's file with a YAML error)
             other = self.snapshot.get_slug(resource, slug)
-            path = records.path_for(resource, slug, data, old_path) if records.is_safe_slug(slug) else None
+            path = record_files.path_for(resource, slug, data, old_path) if record_files.is_safe_slug(slug) else None
             occupied = path in self.snapshot.files and (own is None or own.path != path)
             return slug in used or occupied or (other is not None and other.id != record_id)
 
@@ -202,15 +202,15 @@ class WritePlan:
         data.update(self.slug_refs(resource, data))
         old = self.snapshot.files.get(old_path) if old_path else None
         old_record = old[1] if old else None
-        if old_record is not None and records.file_stem(old_path) != old_record.slug:
+        if old_record is not None and record_files.file_stem(old_path) != old_record.slug:
             path = old_path  # renamed by hand: the file name is the editor's
         else:
-            path = records.path_for(resource, data["slug"], data, old_path)
+            path = record_files.path_for(resource, data["slug"], data, old_path)
         if path != old_path and path in self.snapshot.files:
             # another file is there (one the service may not even read): never write over it
             data["slug"] = self.unique_slug(resource, data["slug"], data["id"], data, old_path)
-            path = records.path_for(resource, data["slug"], data, old_path)
-        content = records.dump(resource, data)
+            path = record_files.path_for(resource, data["slug"], data, old_path)
+        content = record_files.dump(resource, data)
         _check_reads_back(resource, path, content)
         self.records[(resource.name, data["id"])] = data
         if path == old_path and old is not None and old[0] == blob_sha(content):
@@ -223,7 +223,7 @@ class WritePlan:
         self.changes[record.path] = None
 
 
-class Writer:
+class WritePlanner:
     """Plans the files of creates, updates and deletes: each method returns the ``build(plan)``
     the service runs against the branch head under the write lock (see ``CalendarService._write``).
     A build fills the plan and returns (commit message, (resource, id) to return or None)."""
@@ -407,7 +407,7 @@ class Writer:
         data.pop("stateprovince", None)
         explicit = str(args.get("stateprovince") or "").strip()
         if explicit:
-            data[records.region_key(data)] = explicit
+            data[record_files.region_key(data)] = explicit
 
     def _apply_term(self, plan: WritePlan, resource: Resource, data: dict, args: dict, creating: bool) -> dict:
         snapshot = plan.snapshot

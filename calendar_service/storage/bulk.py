@@ -12,9 +12,9 @@ from typing import Callable
 
 from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.gitcmd import EMPTY_TREE, Git
-from calendar_service.storage.history import History
+from calendar_service.storage.history import CommitLog
 from calendar_service.storage.objects import blob_sha, ident
-from calendar_service.storage.writing import Writer
+from calendar_service.storage.writing import CommitWriter
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class BulkWriter:
     """Writes an import as one commit. Must be used inside the store's write lock."""
 
     def __init__(self, root: Path, committer: tuple[str, str], git_cmd: Git, run: Callable[..., bytes],
-                 history: History, writer: Writer, head: Callable[[], str | None],
+                 history: CommitLog, writer: CommitWriter, head: Callable[[], str | None],
                  sync_worktree: Callable[[dict], None]):
         self.root = root
         self.committer = committer

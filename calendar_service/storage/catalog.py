@@ -15,9 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from calendar_service.domain import records
+from calendar_service.domain import record_files
 from calendar_service.domain.layered import Layered
-from calendar_service.domain.records import Problem
+from calendar_service.domain.record import apply_history
+from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.grouping import GROUP_LIMIT
@@ -71,12 +72,12 @@ def load_directory(root) -> Snapshot:
             if not file.is_file() or file.name.startswith("."):
                 continue
             path = file.relative_to(root).as_posix()
-            if records.resource_of_path(path) is None:
-                files[path] = ("", None, (Problem(path, 1, "not read by the service (wrong folder or extension)",
+            if record_files.resource_of_path(path) is None:
+                files[path] = ("", None, (FileProblem(path, 1, "not read by the service (wrong folder or extension)",
                                                   "warning"),))
                 continue
             raw = file.read_bytes()
-            record, problems = records.parse(path, raw)
+            record, problems = record_files.parse(path, raw)
             if record is not None:
                 record.blob = blob_sha(raw)
             files[path] = (record.blob if record else blob_sha(raw), record, tuple(problems))
@@ -229,14 +230,14 @@ class Catalog:
             if blob is None:
                 files.pop(path, None)
                 continue
-            if path in hits or records.resource_of_path(path) is None:
+            if path in hits or record_files.resource_of_path(path) is None:
                 continue
             raw = contents.get(blob)
-            record, problems = records.parse(path, raw) if raw is not None else (None, [Problem(path, 1, "unreadable")])
+            record, problems = record_files.parse(path, raw) if raw is not None else (None, [FileProblem(path, 1, "unreadable")])
             if record is not None:
                 record.blob = blob
-            elif raw is not None and records.claimed_id(raw) is not None:
-                claims[path] = records.claimed_id(raw)
+            elif raw is not None and record_files.claimed_id(raw) is not None:
+                claims[path] = record_files.claimed_id(raw)
             for problem in problems:
                 if problem.severity == "error":
                     log.warning("skipping %s", problem)
@@ -246,7 +247,7 @@ class Catalog:
             entry = files.get(path) if blob is not None else None
             facts = file_dates.get(path)
             if entry is not None and entry[1] is not None and facts is not None:
-                records.apply_history(entry[1], *facts, author_of=self.author_of)
+                apply_history(entry[1], *facts, author_of=self.author_of)
 
         def seniority(paths):
             return entry_order(self.store, head, paths)

@@ -87,7 +87,7 @@ class GroupCommit:
                expected_head: str | None, reason: str) -> str:
         """Build the commit of ``changes`` on ``expected_head`` (which must be ``base()``) and
         queue it; returns its id. Raises BranchMoved (nothing queued) or StoreError (see
-        ``Writer.build``)."""
+        ``CommitWriter.build``)."""
         if self.base() != expected_head:
             raise BranchMoved("the branch moved")
         packs: list[Path] = []

@@ -31,7 +31,7 @@ RECENT_COMMITS = 32
 RECENT_BLOB_BYTES = 4 << 20   # contents kept of those commits' new blobs, at most
 
 
-class History:
+class CommitLog:
     """Read-only queries on commits. ``run`` runs a git command (raising StoreError)."""
 
     def __init__(self, run: Callable[..., bytes], git_cmd: Git, objects: ObjectStore):

@@ -25,8 +25,9 @@ from importlib import metadata
 from operator import itemgetter
 from pathlib import Path
 
-from calendar_service.domain import records
-from calendar_service.domain.records import Problem, Record
+from calendar_service.domain import record_files
+from calendar_service.domain.record import Record, fill_history
+from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.store import GitStore
@@ -87,7 +88,7 @@ def restored_entry(path, blob, packed, problems, rid, slug, facts, source) -> tu
         # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
         record = Record.packed(resource, path, blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
                                held=resource is not EVENTS)
-    return blob, record, tuple(Problem(*p) for p in problems) if problems else ()
+    return blob, record, tuple(FileProblem(*p) for p in problems) if problems else ()
 
 
 def kept_entry(blob: str, record: Record | None, problems, source: "CachedRecords") -> tuple:
@@ -148,12 +149,12 @@ class CachedRecords:
             log.warning("the records cache's entry of %s does not read (%s): reading the file from git", record.path, exc)
             data = self._from_git(record)
         facts = record.history
-        filled = records.fill_history(data, *facts, author_of=self.author_of) if facts is not None else None
+        filled = fill_history(data, *facts, author_of=self.author_of) if facts is not None else None
         return data, filled
 
     def _from_git(self, record: Record) -> dict:
         raw = self.store.read_blobs([record.blob]).get(record.blob)
-        parsed, problems = records.parse(record.path, raw) if raw is not None else (None, [])
+        parsed, problems = record_files.parse(record.path, raw) if raw is not None else (None, [])
         if parsed is None or parsed.id != record.id or parsed.slug != record.slug:
             # the entry named an id or slug its file does not have: served as a draft until the
             # file is changed or the cache rewritten (it is never shown to the public)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS
-from calendar_service.storage.history import History
+from calendar_service.storage.history import CommitLog
 from calendar_service.storage.objects import blob_sha
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def held_open(path: Path) -> bool | None:
 class Recovery:
     """Cleans up after killed processes. Every method must run inside the store's write lock."""
 
-    def __init__(self, root: Path, git_dir: Path, branch: str, run: Callable[..., bytes], history: History,
+    def __init__(self, root: Path, git_dir: Path, branch: str, run: Callable[..., bytes], history: CommitLog,
                  journal: Journal, head: Callable[[], str | None],
                  sync_worktree: Callable[[dict], None]):
         self.root = root
@@ -307,7 +307,7 @@ class Recovery:
         self.remove_stale_locks()
         self.use_index_settings()
         if self._head():
-            # a write's index update runs after its commit is answered (see Writer.settle):
+            # a write's index update runs after its commit is answered (see CommitWriter.settle):
             # a process killed in between leaves index entries behind the branch
             self.refresh_index()
         journal = self.journal.read()

@@ -20,9 +20,9 @@ from calendar_service.config import without_userinfo
 from calendar_service.storage.errors import PullRefused, PushRejected, RemoteRefused, RemoteUnavailable, StoreError
 from calendar_service.storage.gitcmd import SHA, Git
 from calendar_service.storage.guard import FSCK_MESSAGES, FSCK_OPTIONS, first_problem
-from calendar_service.storage.history import History
+from calendar_service.storage.history import CommitLog
 from calendar_service.storage.objects import ObjectStore, group
-from calendar_service.storage.writing import Writer
+from calendar_service.storage.writing import CommitWriter
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class Follower:
     """Brings the local branch in line with the remote. Every method must run inside the
     store's write lock."""
 
-    def __init__(self, remote: Remote, writer: Writer, history: History, objects: ObjectStore,
+    def __init__(self, remote: Remote, writer: CommitWriter, history: CommitLog, objects: ObjectStore,
                  run: Callable[..., bytes], head: Callable[[], str | None], lock: threading.RLock):
         self.remote = remote
         self._writer = writer

@@ -29,12 +29,12 @@ from calendar_service.storage.bulk import BulkWriter
 from calendar_service.storage.errors import (BranchMoved, PullRefused, PushRejected, RemoteError, RemoteRefused,
                                              RemoteUnavailable, StoreError)
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, SHA, SHA_LENGTH, ZERO, Git
-from calendar_service.storage.history import History
+from calendar_service.storage.history import CommitLog
 from calendar_service.storage.grouping import GROUP_LIMIT, GroupCommit
 from calendar_service.storage.objects import ObjectStore, blob_sha, write_atomically
 from calendar_service.storage.recovery import STALE_LOCK_SECONDS, Journal, Recovery, SharedFlock
 from calendar_service.storage.remote import REMOTE_TIMEOUT, Follower, PullResult, Remote
-from calendar_service.storage.writing import Writer
+from calendar_service.storage.writing import CommitWriter
 
 # what callers import from here (the store's one public module)
 __all__ = ["GitStore", "PullResult", "StoreError", "BranchMoved", "PullRefused", "RemoteError", "RemoteUnavailable",
@@ -61,11 +61,11 @@ class GitStore:
         self._objects = ObjectStore(self.root)
         # collaborators run git through self._git and write files through self._sync_worktree,
         # bound here so that a subclass (a test simulating a killed process) can intercept them
-        self._history = History(self._git, self._gitcmd, self._objects)
+        self._history = CommitLog(self._git, self._gitcmd, self._objects)
         self._journal = Journal(self.git_dir)
         self._recovery = Recovery(self.root, self.git_dir, branch, self._git, self._history, self._journal,
                                   self.head, self._sync_worktree)
-        self._writer = Writer(self.root, branch, committer, self._git, self._objects, self._history,
+        self._writer = CommitWriter(self.root, branch, committer, self._git, self._objects, self._history,
                               self._recovery, self.head, self._sync_worktree, self._thread_lock)
         self._remote = Remote(self._gitcmd, remote, self.remote_branch, self._git, remote_timeout)
         self._follower = Follower(self._remote, self._writer, self._history, self._objects, self._git,
@@ -225,7 +225,7 @@ class GitStore:
         published first: the holder sees the branch as it is.
 
         On leaving, once the lock is released, git's index entries of the files written are
-        updated (``Writer.settle``, once for the writes of several threads)."""
+        updated (``CommitWriter.settle``, once for the writes of several threads)."""
         self.git_dir.mkdir(parents=True, exist_ok=True)
         self._process_lock.acquire()
         try:

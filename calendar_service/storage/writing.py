@@ -23,9 +23,9 @@ from calendar_service.domain.paths import path_problem
 from calendar_service.storage.errors import BranchMoved, StoreError
 from calendar_service.storage.gitcmd import ZERO
 from calendar_service.storage import gitindex, refs
-from calendar_service.storage.history import History
+from calendar_service.storage.history import CommitLog
 from calendar_service.storage.objects import (BLOB_MODE, FILE_MODES, ObjectStore, blob_sha, flush_file_system,
-                                              fsync_folder, group, ident, write_atomically)
+                                              group, ident, write_atomically)
 from calendar_service.storage.readers import RawChange
 from calendar_service.storage.recovery import WORKTREE_TEMP_PREFIX, Recovery
 
@@ -48,13 +48,13 @@ def reflog_message(reason: str) -> str:
     return re.sub(r"\s+", " ", reason).strip()[:REFLOG_MESSAGE_LENGTH]
 
 
-class Writer:
+class CommitWriter:
     """Builds commits and advances the branch. Every method except ``build`` must run inside
     the store's write lock (``advance`` also in a group's publisher, which holds the process's
     share of it: see ``grouping``); ``build`` needs the store's thread lock."""
 
     def __init__(self, root: Path, branch: str, committer: tuple[str, str], run: Callable[..., bytes],
-                 objects: ObjectStore, history: History, recovery: Recovery, head: Callable[[], str | None],
+                 objects: ObjectStore, history: CommitLog, recovery: Recovery, head: Callable[[], str | None],
                  sync_worktree: Callable[[dict], None], lock: threading.RLock):
         self.root = root
         self.branch = branch

@@ -21,7 +21,7 @@ from calendar_service.domain.recurrence.ical import IcalLines, to_ical_lines
 from calendar_service.domain.recurrence.ids import (
     ID_BASE, LAST_ORIGINAL_START, MAX_SERIES_ID, occurrence_id, served_id, split_occurrence_id)
 from calendar_service.domain.recurrence.lines import (
-    EPOCH, FREQS, WEEKDAYS, Problem, RecurrenceError, Rule, tzid)
+    EPOCH, FREQS, WEEKDAYS, SeriesProblem, RecurrenceError, Rule, tzid)
 from calendar_service.domain.recurrence.phrases import parse_repeat_phrase
 from calendar_service.domain.recurrence.scopes import apply_all, apply_following, apply_this
 from calendar_service.domain.recurrence.series import (
@@ -29,7 +29,7 @@ from calendar_service.domain.recurrence.series import (
 
 __all__ = [
     "DEFAULT_HORIZON_MONTHS", "EPOCH", "FREQS", "ID_BASE", "LAST_ORIGINAL_START", "MAX_SERIES_ID", "OVERRIDABLE",
-    "SERIES_ONLY", "WEEKDAYS", "IcalLines", "Occurrence", "Problem", "RecurrenceError", "Rule", "Series",
+    "SERIES_ONLY", "WEEKDAYS", "IcalLines", "Occurrence", "SeriesProblem", "RecurrenceError", "Rule", "Series",
     "apply_all", "apply_following", "apply_this", "horizon_end", "occurrence_at", "occurrence_id", "occurrences",
     "parse_recurrence", "parse_repeat_phrase", "recurrence_problems", "served_id", "split_occurrence_id",
     "to_ical_lines", "tzid",

@@ -1,5 +1,5 @@
 """The ``recurrence`` lines of an event file: RFC 5545 RRULE, EXDATE and RDATE lines read into
-values (with a Problem naming the line index for anything wrong) and written back."""
+values (with a SeriesProblem naming the line index for anything wrong) and written back."""
 from __future__ import annotations
 
 import re
@@ -27,7 +27,7 @@ _INT = re.compile(r"[+-]?\d{1,3}\Z")
 
 
 @dataclass(frozen=True)
-class Problem:
+class SeriesProblem:
     """One thing wrong with a series: ``field`` is the front-matter key (``recurrence``,
     ``exceptions``, ``start_date``...), ``index`` the position in the ``recurrence`` list or the
     exception's key as written (None for the field as a whole), ``message`` what is wrong."""
@@ -44,7 +44,7 @@ class Problem:
 class RecurrenceError(ValueError):
     """A series that cannot be read; ``problems`` lists every problem found (at least one)."""
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[SeriesProblem]):
         super().__init__("; ".join(str(p) for p in problems))
         self.problems = problems
 
@@ -84,12 +84,12 @@ class Rule:
         return read_rule([(k, v) for k, v in parts if v is not None], None, [])
 
 
-def split_parts(value: str, index: int, problems: list[Problem]) -> list[tuple[str, str]]:
+def split_parts(value: str, index: int, problems: list[SeriesProblem]) -> list[tuple[str, str]]:
     parts = []
     for chunk in value.split(";"):
         name, eq, part = chunk.partition("=")
         if not eq or not name.strip():
-            problems.append(Problem("recurrence", index, f"bad RRULE part {chunk!r} (expected NAME=VALUE)"))
+            problems.append(SeriesProblem("recurrence", index, f"bad RRULE part {chunk!r} (expected NAME=VALUE)"))
             continue
         parts.append((name.strip().upper(), part.strip().upper()))
     return parts
@@ -101,11 +101,11 @@ _NUMBER_PARTS = {  # part -> (attribute, lowest absolute value, highest, may be 
 }
 
 
-def read_rule(parts, index, problems: list[Problem], all_day: bool | None = None) -> Rule | None:
+def read_rule(parts, index, problems: list[SeriesProblem], all_day: bool | None = None) -> Rule | None:
     """A Rule from (name, value) parts, or None with problems added (``all_day`` None: the
     value type of UNTIL is not checked, for rules this module rewrites itself)."""
     def bad(message: str) -> None:
-        problems.append(Problem("recurrence", index, message))
+        problems.append(SeriesProblem("recurrence", index, message))
 
     found: dict[str, object] = {}
     seen = set()
@@ -215,7 +215,7 @@ def _read_until(value: str, all_day: bool | None, bad) -> date | datetime | None
 def read_dates(name, params, value, index, problems, tz: tzinfo, all_day: bool) -> list[datetime]:
     """The naive local times of an EXDATE/RDATE line's values (comma-separated)."""
     def bad(message):
-        problems.append(Problem("recurrence", index, message))
+        problems.append(SeriesProblem("recurrence", index, message))
         return []
 
     zone, kind = None, "DATE-TIME"

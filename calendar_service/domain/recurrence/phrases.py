@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, timezone, tzinfo
 
-from calendar_service.domain.recurrence.lines import WEEKDAYS, Problem, read_rule, split_parts
+from calendar_service.domain.recurrence.lines import WEEKDAYS, SeriesProblem, read_rule, split_parts
 from calendar_service.domain.recurrence.series import recurrence_problems
 
 UTC = timezone.utc
@@ -35,7 +35,7 @@ def parse_repeat_phrase(text: str, start: datetime | None = None, tz: tzinfo = U
     phrase = " ".join(str(text).strip().split())
     if re.match(r"(RRULE:)?FREQ=", phrase, re.I):
         rule = phrase if phrase.upper().startswith("RRULE:") else "RRULE:" + phrase
-        problems: list[Problem] = []
+        problems: list[SeriesProblem] = []
         read_rule(split_parts(rule[6:], 0, problems), 0, problems, all_day)
         if problems:
             raise ValueError("; ".join(p.message for p in problems))

@@ -13,7 +13,7 @@ from calendar_service.domain import dates
 from calendar_service.domain.recurrence.engine import Engine
 from calendar_service.domain.recurrence.ids import LAST_ORIGINAL_START
 from calendar_service.domain.recurrence.lines import (
-    EPOCH, LINE, Problem, RecurrenceError, Rule, naive, read_dates, read_rule, show, split_parts)
+    EPOCH, LINE, SeriesProblem, RecurrenceError, Rule, naive, read_dates, read_rule, show, split_parts)
 from calendar_service.domain.resources import EVENTS
 
 UTC = timezone.utc
@@ -95,38 +95,38 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
     Raises RecurrenceError naming every problem: its ``problems`` carry the index in ``lines`` or
     the exception key, so a caller can point at the file line.
     """
-    problems: list[Problem] = []
+    problems: list[SeriesProblem] = []
     first, last = _read_bound(start, "start_date", problems), _read_bound(end, "end_date", problems)
     if all_day and first is not None:
         first = datetime.combine(first.date(), time())
     if first is not None and last is not None and last < first:
-        problems.append(Problem("end_date", None, "the end is before the start"))
+        problems.append(SeriesProblem("end_date", None, "the end is before the start"))
     if first is not None:
         if first.second:
-            problems.append(Problem("start_date", None, "a recurring event starts on a whole minute "
+            problems.append(SeriesProblem("start_date", None, "a recurring event starts on a whole minute "
                                                         "(occurrence ids count minutes)"))
         if not EPOCH <= first <= LAST_ORIGINAL_START:
-            problems.append(Problem("start_date", None, "a recurring event starts between 1970 and 2097 "
+            problems.append(SeriesProblem("start_date", None, "a recurring event starts between 1970 and 2097 "
                                                         "(occurrence ids count minutes since 1970)"))
     if not isinstance(lines, (list, tuple)) or not lines:
-        problems.append(Problem("recurrence", None, "must be a non-empty list of RFC 5545 lines "
+        problems.append(SeriesProblem("recurrence", None, "must be a non-empty list of RFC 5545 lines "
                                                     "(RRULE, EXDATE, RDATE)"))
         lines = []
     rule, exdates, rdates = None, set(), set()
     for i, line in enumerate(lines):
         if not isinstance(line, str):
-            problems.append(Problem("recurrence", i, "must be a text line such as RRULE:FREQ=WEEKLY"))
+            problems.append(SeriesProblem("recurrence", i, "must be a text line such as RRULE:FREQ=WEEKLY"))
             continue
         match = LINE.match(line.strip())
         if not match:
-            problems.append(Problem("recurrence", i, "not an RFC 5545 line (NAME;PARAMS:VALUE)"))
+            problems.append(SeriesProblem("recurrence", i, "not an RFC 5545 line (NAME;PARAMS:VALUE)"))
             continue
         name, params, value = match.group(1).upper(), match.group(2), match.group(3).strip()
         if name == "RRULE":
             if params:
-                problems.append(Problem("recurrence", i, "RRULE takes no parameters"))
+                problems.append(SeriesProblem("recurrence", i, "RRULE takes no parameters"))
             elif rule is not None:
-                problems.append(Problem("recurrence", i, "a series has one RRULE (RFC 5545 advises against "
+                problems.append(SeriesProblem("recurrence", i, "a series has one RRULE (RFC 5545 advises against "
                                                          "several); repeat with RDATE or a second event"))
             else:
                 rule = read_rule(split_parts(value, i, problems), i, problems, all_day)
@@ -134,34 +134,34 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
             values = read_dates(name, params, value, i, problems, tz, all_day)
             (exdates if name == "EXDATE" else rdates).update(values)
         elif name == "EXRULE":
-            problems.append(Problem("recurrence", i, "EXRULE is deprecated by RFC 5545 (and unsupported by "
+            problems.append(SeriesProblem("recurrence", i, "EXRULE is deprecated by RFC 5545 (and unsupported by "
                                                      "most clients): list the dates with EXDATE"))
         else:
-            problems.append(Problem("recurrence", i, f"unknown property {name} (expected RRULE, EXDATE or RDATE)"))
+            problems.append(SeriesProblem("recurrence", i, f"unknown property {name} (expected RRULE, EXDATE or RDATE)"))
     if lines and rule is None and not rdates and not any(p.field == "recurrence" for p in problems):
-        problems.append(Problem("recurrence", None, "needs an RRULE or an RDATE"))
+        problems.append(SeriesProblem("recurrence", None, "needs an RRULE or an RDATE"))
     if first is None or last is None or problems:
         _read_exceptions(exceptions, all_day, problems, None)
-        raise RecurrenceError(problems or [Problem("recurrence", None, "unreadable")])
+        raise RecurrenceError(problems or [SeriesProblem("recurrence", None, "unreadable")])
     series = Series(start=first, duration=last - first, tz=tz, all_day=bool(all_day), rule=rule,
                     exdates=frozenset(exdates), rdates=tuple(sorted(rdates)), exceptions={},
                     lines=tuple(line.strip() for line in lines))
     engine = series.engine
     if rule is not None and not engine.is_rule_instance(first):
-        problems.append(Problem("start_date", None, "the first occurrence must match the RRULE "
+        problems.append(SeriesProblem("start_date", None, "the first occurrence must match the RRULE "
                                                     "(RFC 5545: DTSTART should be synchronized with the rule)"))
     for i, line in enumerate(series.lines):
         if line.upper().startswith("EXDATE"):
             for moment in read_dates("EXDATE", LINE.match(line).group(2), LINE.match(line).group(3).strip(),
                                       i, [], tz, all_day):
                 if moment not in rdates and not engine.is_rule_instance(moment):
-                    problems.append(Problem("recurrence", i, f"EXDATE {show(moment, all_day)} is not an "
+                    problems.append(SeriesProblem("recurrence", i, f"EXDATE {show(moment, all_day)} is not an "
                                                              "occurrence of the series"))
         elif line.upper().startswith("RDATE"):
             for moment in read_dates("RDATE", LINE.match(line).group(2), LINE.match(line).group(3).strip(),
                                       i, [], tz, all_day):
                 if not EPOCH <= moment <= LAST_ORIGINAL_START:
-                    problems.append(Problem("recurrence", i, f"RDATE {show(moment, all_day)} is outside "
+                    problems.append(SeriesProblem("recurrence", i, f"RDATE {show(moment, all_day)} is outside "
                                                              "1970-2097 (occurrence ids count minutes since 1970)"))
     read = _read_exceptions(exceptions, all_day, problems, series)
     if problems:
@@ -170,7 +170,7 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
     return series
 
 
-def recurrence_problems(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> list[Problem]:
+def recurrence_problems(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> list[SeriesProblem]:
     """The problems ``parse_recurrence`` would raise, as a list (empty when the series is fine)."""
     try:
         parse_recurrence(lines, exceptions, start, end, tz, all_day)
@@ -179,19 +179,19 @@ def recurrence_problems(lines, exceptions, start, end, tz: tzinfo, all_day: bool
     return []
 
 
-def _read_bound(value, name: str, problems: list[Problem]) -> datetime | None:
+def _read_bound(value, name: str, problems: list[SeriesProblem]) -> datetime | None:
     try:
         return naive(value) if isinstance(value, datetime) else dates.read_local(str(value), UTC).replace(tzinfo=None)
     except (TypeError, ValueError):
-        problems.append(Problem(name, None, "must be a local time YYYY-MM-DD HH:MM:SS"))
+        problems.append(SeriesProblem(name, None, "must be a local time YYYY-MM-DD HH:MM:SS"))
         return None
 
 
-def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series: Series | None) -> dict:
+def _read_exceptions(exceptions, all_day: bool, problems: list[SeriesProblem], series: Series | None) -> dict:
     if exceptions is None or exceptions == {}:
         return {}
     if not isinstance(exceptions, Mapping):
-        problems.append(Problem("exceptions", None, "must be a map from an occurrence's original start to its changes"))
+        problems.append(SeriesProblem("exceptions", None, "must be a map from an occurrence's original start to its changes"))
         return {}
     read: dict[datetime, dict] = {}
     for raw_key, changes in exceptions.items():
@@ -199,31 +199,31 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series:
         key = _read_key(raw_key, all_day)
         if key is None:
             form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS, or YYYY-MM-DD for the one occurrence of a day"
-            problems.append(Problem("exceptions", label, f"the key must be an occurrence's original start ({form})"))
+            problems.append(SeriesProblem("exceptions", label, f"the key must be an occurrence's original start ({form})"))
             continue
         if not isinstance(changes, Mapping) or not changes:
-            problems.append(Problem("exceptions", label, "must map field names to the occurrence's values"))
+            problems.append(SeriesProblem("exceptions", label, "must map field names to the occurrence's values"))
             continue
         overrides = {}
         for name, value in changes.items():
             if name == "cancelled":
-                problems.append(Problem("exceptions", label, "to remove an occurrence add an EXDATE line "
+                problems.append(SeriesProblem("exceptions", label, "to remove an occurrence add an EXDATE line "
                                                              "to recurrence instead of cancelled"))
             elif name in SERIES_ONLY:
-                problems.append(Problem("exceptions", label, f"{name} belongs to the whole series"))
+                problems.append(SeriesProblem("exceptions", label, f"{name} belongs to the whole series"))
             elif name not in OVERRIDABLE:
-                problems.append(Problem("exceptions", label, f"unknown event field {name}"))
+                problems.append(SeriesProblem("exceptions", label, f"unknown event field {name}"))
             elif name in ("start_date", "end_date"):
                 text = override_time(value, name, all_day)
                 if text is None:
                     form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS"
-                    problems.append(Problem("exceptions", label, f"{name} must be a local time {form}"))
+                    problems.append(SeriesProblem("exceptions", label, f"{name} must be a local time {form}"))
                 else:
                     overrides[name] = text
             else:
                 overrides[name] = value
         if "start_date" in overrides and "end_date" in overrides and overrides["end_date"] < overrides["start_date"]:
-            problems.append(Problem("exceptions", label, "end_date is before start_date"))
+            problems.append(SeriesProblem("exceptions", label, "end_date is before start_date"))
         if isinstance(key, date) and not isinstance(key, datetime):   # a bare date of a timed series
             if series is None:
                 continue   # the series is unreadable: its problems are reported already
@@ -232,11 +232,11 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[Problem], series:
                 continue
         if series is not None:
             if key in series.exdates:
-                problems.append(Problem("exceptions", label, "this occurrence is removed by an EXDATE"))
+                problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE"))
             elif not series.is_occurrence(key):
-                problems.append(Problem("exceptions", label, "not an occurrence of the series"))
+                problems.append(SeriesProblem("exceptions", label, "not an occurrence of the series"))
         if key in read:
-            problems.append(Problem("exceptions", label, "the same occurrence is listed twice"))
+            problems.append(SeriesProblem("exceptions", label, "the same occurrence is listed twice"))
         read[key] = overrides
     return read
 
@@ -260,7 +260,7 @@ def _read_key(raw, all_day: bool) -> datetime | date | None:
     return moment
 
 
-def _occurrence_of_day(series: Series, day: date, label: str, problems: list[Problem]) -> datetime | None:
+def _occurrence_of_day(series: Series, day: date, label: str, problems: list[SeriesProblem]) -> datetime | None:
     """The original start of the one occurrence of a timed ``series`` that starts on the local
     date ``day`` (EXDATEs excluded); a problem, and None, when none or several do."""
     first = datetime.combine(day, time())
@@ -270,13 +270,13 @@ def _occurrence_of_day(series: Series, day: date, label: str, problems: list[Pro
     if len(kept) == 1:
         return kept[0]
     if found and not kept:
-        problems.append(Problem("exceptions", label, "this occurrence is removed by an EXDATE"))
+        problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE"))
     elif not kept:
-        problems.append(Problem("exceptions", label, f"no occurrence of the series starts on {day} (a date "
+        problems.append(SeriesProblem("exceptions", label, f"no occurrence of the series starts on {day} (a date "
                                                      "names the one occurrence starting that day)"))
     else:
         starts = ", ".join(d.strftime("%H:%M") for d in kept)
-        problems.append(Problem("exceptions", label, f"{len(kept)} occurrences start on {day} ({starts}): "
+        problems.append(SeriesProblem("exceptions", label, f"{len(kept)} occurrences start on {day} ({starts}): "
                                                      f"name one by its start, such as '{dates.fmt(kept[0])}'"))
     return None
 

@@ -8,7 +8,7 @@ from flask import Response, request
 from calendar_service.domain import permissions
 from calendar_service.http import errors
 from calendar_service.domain import dates, queries
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http import ical
 from calendar_service.http.call import Call

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from calendar_service.domain import occurrences
-from calendar_service.domain.records import Record
+from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import RecurrenceError, occurrence_at
 from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.resources import EVENTS

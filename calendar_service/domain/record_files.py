@@ -19,7 +19,7 @@ import yaml
 from calendar_service.domain import dates
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain import series_file
-from calendar_service.domain.record import RECENT, STAMP_TOLERANCE, Record, apply_history, fill_history  # noqa: F401 (the record's own module)
+from calendar_service.domain.record import Record
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
 
 try:  # the C loader and dumper are several times faster than the pure-Python ones
@@ -119,7 +119,7 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,199}$")
 
 
 @dataclass(frozen=True)
-class Problem:
+class FileProblem:
     """Something wrong in a content file, located for the editor who has to fix it."""
 
     path: str
@@ -238,7 +238,7 @@ def _line_of(text: str, key: str, offset: int = 0) -> int:
     return offset + (text.count("\n", 0, match.start()) + 1 if match else 1)
 
 
-def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
+def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
     """Read a content file. Returns the record (None when it cannot be served) and its problems."""
     resource = resource_of_path(path)
     if resource is None:
@@ -246,17 +246,17 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [Problem(path, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
+        return None, [FileProblem(path, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
     if "\x00" in text:
-        return None, [Problem(path, 1, "the file contains a NUL byte")]
+        return None, [FileProblem(path, 1, "the file contains a NUL byte")]
     body = None
     try:
         if resource.body_key:
             if not text.lstrip("\ufeff").startswith("---"):
-                return None, [Problem(path, 1, "expected YAML front matter starting with '---'")]
+                return None, [FileProblem(path, 1, "expected YAML front matter starting with '---'")]
             split = _split_front_matter(text)
             if split is None:
-                return None, [Problem(path, 1, "the front matter is not closed: no '---' line after the opening one")]
+                return None, [FileProblem(path, 1, "the front matter is not closed: no '---' line after the opening one")]
             offset = split[2]
             post = frontmatter.loads(text, handler=_FRONT_MATTER)
             meta, body = post.metadata, post.content
@@ -264,17 +264,17 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
             offset = 0
             meta = load_yaml(text)
     except _DuplicateKey as exc:
-        return None, [Problem(path, exc.line + offset,
+        return None, [FileProblem(path, exc.line + offset,
                               f"duplicate key {exc.key!r} (first on line {exc.first + offset}); YAML would keep only the last")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 + offset if mark else 1
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, [Problem(path, line, f"YAML syntax error: {reason}")]
+        return None, [FileProblem(path, line, f"YAML syntax error: {reason}")]
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        return None, [Problem(path, 1, "expected a mapping of keys to values")]
+        return None, [FileProblem(path, 1, "expected a mapping of keys to values")]
     meta = {str(k): v for k, v in meta.items()}
     data, problems = normalize(resource, meta, path, text)
     problems += _unknown_keys(resource, meta, path, text)
@@ -284,32 +284,32 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
     if "slug" not in data or data["slug"] in (None, ""):
         data["slug"] = stem
     elif data["slug"] != stem:
-        problems.append(Problem(path, _line_of(text, "slug"),
+        problems.append(FileProblem(path, _line_of(text, "slug"),
                                 f"slug {data['slug']!r} does not match the file name {stem!r}", "warning"))
     if not is_safe_slug(data["slug"]):
-        problems.append(Problem(path, _line_of(text, "slug"),
+        problems.append(FileProblem(path, _line_of(text, "slug"),
                                 "slug must be lowercase letters, digits, '-' or '_'"))
     refused = {p.message.split("'")[1] for p in problems if p.message.startswith("'")}  # wrong type: said already
     if data.get("id") in (None, ""):
         data["id"] = None  # the service gives the file an id in a commit of its own (see Snapshot)
     for key in (resource.title_key,):
         if data.get(key) in (None, "") and key not in refused:
-            problems.append(Problem(path, 1, f"required field '{key}' is missing"))
+            problems.append(FileProblem(path, 1, f"required field '{key}' is missing"))
     if resource is RESOURCES["events"]:
         for key in ("start_date", "end_date"):
             if not data.get(key) and key not in refused:
-                problems.append(Problem(path, 1, f"required field '{key}' is missing"))
+                problems.append(FileProblem(path, 1, f"required field '{key}' is missing"))
         if data.get("timezone") and not dates.is_valid_timezone(data["timezone"]):
-            problems.append(Problem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
+            problems.append(FileProblem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
-            problems.append(Problem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+            problems.append(FileProblem(path, _line_of(text, "end_date"), "end_date is before start_date"))
         wanted = misfiled(resource, path, data)
         if wanted:
-            problems.append(Problem(path, _line_of(text, "start_date"), f"starts in another month than its "
+            problems.append(FileProblem(path, _line_of(text, "start_date"), f"starts in another month than its "
                                     f"folder says: new files of that month go to {wanted}/", "warning"))
         if not any(p.severity == "error" for p in problems):
             split = _split_front_matter(text)
-            problems += [Problem(path, line, message) for line, message in series_file.problems(
+            problems += [FileProblem(path, line, message) for line, message in series_file.problems(
                 data, text, lambda key: _line_of(text, key), split[0] if split else "", split[2] if split else 0)]
             exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
             for key, changes in exceptions.items():
@@ -318,14 +318,14 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[Problem]]:
                     checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types
                                                           and k not in ("start_date", "end_date")})
                     changes.update(checked)
-                    problems += [Problem(path, _line_of(text, "exceptions"),
+                    problems += [FileProblem(path, _line_of(text, "exceptions"),
                                          f"'exceptions' {str(key)!r}: {p.message}") for p in wrong]
             if exceptions:   # keys YAML read as dates are kept as the text they were written as
                 data["exceptions"] = {str(dates.normalize_stored(k)) if isinstance(k, datetime) else str(k): v
                                       for k, v in exceptions.items()}
     elif "recurrence" in meta or "exceptions" in meta:
         key = "recurrence" if "recurrence" in meta else "exceptions"
-        problems.append(Problem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))
+        problems.append(FileProblem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))
     if resource is RESOURCES["venues"]:
         problems += _fold_stateprovince(data, path, text)
     if any(p.severity == "error" for p in problems):
@@ -343,7 +343,7 @@ def region_key(data: dict) -> str:
     return "state" if us and (data.get("state") or not data.get("province")) else "province"
 
 
-def _fold_stateprovince(data: dict, path: str, text: str) -> list[Problem]:
+def _fold_stateprovince(data: dict, path: str, text: str) -> list[FileProblem]:
     """A venue's region is written once, as ``state`` or ``province``; an older file's
     ``stateprovince`` is read as an alias of that key (it fills it when it is empty) and dropped,
     with a warning when the two differ."""
@@ -355,7 +355,7 @@ def _fold_stateprovince(data: dict, path: str, text: str) -> list[Problem]:
         data[key] = alias
         return []
     if str(data[key]).strip() != str(alias).strip():
-        return [Problem(path, _line_of(text, "stateprovince"),
+        return [FileProblem(path, _line_of(text, "stateprovince"),
                         f"stateprovince {alias!r} differs from {key} {data[key]!r}: the service serves "
                         f"{key}; remove stateprovince", "warning")]
     return []
@@ -402,7 +402,7 @@ def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
     return text.encode("utf-8")
 
 
-def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[Problem]:
+def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[FileProblem]:
     """Keys the service does not read: kept and served anyway (a warning), often a typo."""
     known = known_keys(resource) | {"recurrence", "exceptions"}  # on other records: an error (see parse)
     problems = []
@@ -410,14 +410,14 @@ def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            problems.append(Problem(path, _line_of(text, key), f"unknown key '{key}'{hint}", "warning"))
+            problems.append(FileProblem(path, _line_of(text, key), f"unknown key '{key}'{hint}", "warning"))
     return problems
 
 
-def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") -> tuple[dict, list[Problem]]:
+def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") -> tuple[dict, list[FileProblem]]:
     """Check and coerce each known key to its declared type; unknown keys are kept as they are."""
     data: dict = {}
-    problems: list[Problem] = []
+    problems: list[FileProblem] = []
     for key, value in meta.items():
         kind = resource.types.get(key)
         if kind is None or value is None:
@@ -426,7 +426,7 @@ def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") ->
         try:
             data[key] = _coerce(kind, value)
         except (TypeError, ValueError):
-            problems.append(Problem(path, _line_of(text, key), f"'{key}' must be {TYPE_NAMES[kind]}, got {value!r}"))
+            problems.append(FileProblem(path, _line_of(text, key), f"'{key}' must be {TYPE_NAMES[kind]}, got {value!r}"))
     return data, problems
 
 
