@@ -237,6 +237,10 @@ def _posting_blocks_checks():
 
 def _remembered_columns_checks():
     perdoc = whoosh3.W3PerDocReader
+    # ``SegmentWriter`` below overrides these three
+    yield _method(writing.SegmentWriter, "per_document_reader", ("self",))
+    yield _method(writing.SegmentWriter, "add_reader", ("self", "reader"))
+    yield _method(writing.SegmentWriter, "_flush_segment", ("self",))
     yield _method(perdoc, "_cached_reader", ("self", "fieldname", "column"))
     yield _names(perdoc, "__init__", "_readers")
     yield _names(perdoc, "_cached_reader", "_readers")
