@@ -105,7 +105,8 @@ def problems(version: str | None) -> list[str]:
         signature = inspect.signature(own).parameters
     except (TypeError, ValueError):
         signature = {}
-    if tuple(signature) != PARAMETERS or signature["limit"].default != LIMIT or signature["fold_sep"].default != SEPARATOR:
+    if (tuple(signature) != PARAMETERS or signature["limit"].default != LIMIT
+            or signature["fold_sep"].default != SEPARATOR):
         found.append(f"icalendar's folding takes {tuple(signature)}, not {PARAMETERS} with limit={LIMIT}")
     elif any(fold(line) != own(line) for line in SAMPLES):
         found.append("icalendar folds lines differently")

@@ -285,7 +285,8 @@ _CHECKS = {SEGMENT_PARTS: _segment_parts_checks, FILE_NAMES: _file_names_checks,
 
 # ----------------------------------------------------------------------------- segment parts, file names
 
-PEEK_BYTES = 256   # what ``peek`` hands over at most (more than a posting block header; less than the 128 KB the unpickler asks for)
+# what ``peek`` hands over at most: more than a posting block's header, less than the 128 KB the unpickler asks for
+PEEK_BYTES = 256
 
 
 class MappedReader:
