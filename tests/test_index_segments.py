@@ -1,4 +1,4 @@
-"""Segment parts read in place (``index.segments.MappedReader``): what whoosh and the unpickler
+"""Segment parts read in place (``index.whoosh_internals.MappedReader``): what whoosh and the unpickler
 read through it is what a plain file gives, and a pickled posting-block header costs a couple of
 reads, not one per value."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import pickle
 
-from calendar_service.index.segments import PEEK_BYTES, MappedReader
+from calendar_service.index.whoosh_internals import PEEK_BYTES, MappedReader
 
 VALUES = [(3, 0, 1.0, None, 17), tuple(range(400)), "x" * 1000, {"a": (1, 2.5)}, b"", (2 ** 40, -1)]
 

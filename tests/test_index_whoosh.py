@@ -40,9 +40,9 @@ def test_segment_names_do_not_repeat_when_random_is_reseeded(tmp_path):
 
     from whoosh import fields, index as whoosh_index
 
-    from calendar_service.index import segments
+    from calendar_service.index import whoosh_internals
 
-    segments.install()
+    whoosh_internals.install()
     ix = whoosh_index.create_in(str(tmp_path), fields.Schema(key=fields.ID(stored=True)))
     names = []
     for key in ("one", "two"):
@@ -61,8 +61,11 @@ def test_our_writers_remember_missing_columns(tmp_path):
     from whoosh import fields, index as whoosh_index
     from whoosh.codec import whoosh3
 
-    from calendar_service.index.writer import RememberingPerDocReader, open_writer
+    from calendar_service.index import whoosh_internals
+    from calendar_service.index.whoosh_internals import RememberingPerDocReader
+    from calendar_service.index.writer import open_writer
 
+    whoosh_internals.install()   # what opening the search index does
     ix = whoosh_index.create_in(str(tmp_path), fields.Schema(key=fields.ID(stored=True)))
     writer = open_writer(ix)
     writer.add_document(key="one")
@@ -140,9 +143,11 @@ def test_the_rebuild_writer_writes_what_whoosh_writes(tmp_path):
 
     from whoosh import index as whoosh_index
 
+    from calendar_service.index import whoosh_internals
     from calendar_service.index.schema import make_schema
     from calendar_service.index.writer import BulkSegmentWriter, open_rebuild_writer, open_writer
 
+    whoosh_internals.install()   # what opening the search index does
     docs = _random_docs()
     built = {}
     for name, opener in (("whoosh", open_writer), ("rebuild", open_rebuild_writer)):
@@ -196,10 +201,11 @@ def test_a_rebuild_in_two_processes_reads_as_one_writer_s(tmp_path, monkeypatch)
 
     from whoosh import index as whoosh_index
 
-    from calendar_service.index import building
+    from calendar_service.index import building, whoosh_internals
     from calendar_service.index.schema import make_schema
     from calendar_service.index.writer import open_rebuild_writer, open_writer
 
+    whoosh_internals.install()   # what opening the search index does
     monkeypatch.setattr(building, "MIN_EVENTS", 10)
     monkeypatch.setattr(building, "_cores", lambda: 2)
     docs = _random_docs()

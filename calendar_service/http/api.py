@@ -9,6 +9,7 @@ from flask import Blueprint, g
 from werkzeug.routing import PathConverter
 
 from calendar_service.http import dispatch as pipeline
+from calendar_service.http import ical_fold
 from calendar_service.http.call import json_response
 from calendar_service.http.dispatch import ALL_METHODS
 from calendar_service.http.namespace import PREFIX
@@ -29,6 +30,14 @@ class AnyPath(PathConverter):
 @bp.record_once
 def _register_converter(state):
     state.app.url_map.converters["anypath"] = AnyPath
+
+
+@bp.record_once
+def _install_library_changes(state):
+    """The web app's one change to a library, made when the app is built (``create_app`` registers
+    this blueprint), not when a module is imported: icalendar's line folding (``ical_fold``;
+    checked against the icalendar it was written for, installed once per process)."""
+    ical_fold.install()
 
 
 @bp.route(PREFIX, defaults={"rest": ""}, methods=ALL_METHODS, strict_slashes=False)

@@ -37,7 +37,6 @@ from calendar_service.domain import dates, permissions, record_files, recurrence
 from calendar_service.domain import text
 from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
-from calendar_service.http import ical_fold
 from calendar_service.http.ical_cache import VEVENTS
 from calendar_service.http.urls import Urls
 from calendar_service.domain.record import Record
@@ -137,7 +136,6 @@ class IcalPresenter:
         self.site_tz = site_tz
         self.unlocked = unlocked
         self.user = user
-        ical_fold.install()   # icalendar's content lines folded faster, with the same output
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""

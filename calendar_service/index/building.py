@@ -12,6 +12,10 @@ The child shares the snapshot with its parent (fork, copy on write), disables gc
 would copy every page it touches), writes only its scratch index and the pipe, and leaves with
 ``os._exit``; it logs nothing. A child that fails, dies or does not answer in time is killed and
 this process indexes its half itself: the rebuild never depends on the child.
+
+Writing two segments apart and committing them together takes three private steps of Whoosh's
+writer (``whoosh_internals.finalize_segment`` and ``commit_segments``): where
+``whoosh_internals`` does not use them (``TWO_PROCESS_BUILD``), one process writes every event.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ import time
 from pathlib import Path
 
 from whoosh import index as whoosh_index
+
+from calendar_service.index import whoosh_internals
+from calendar_service.index.whoosh_internals import TWO_PROCESS_BUILD
 
 MIN_EVENTS = 2000        # fewer events: one process (a fork is not worth it)
 MIN_WAIT_SECONDS = 60    # the child is waited for at least this long after this process's half, or 3x its time
@@ -51,7 +58,8 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
     ``progress(done, total)`` is called every ``every`` documents."""
     build_dir.mkdir(parents=True, exist_ok=True)
     ix = whoosh_index.create_in(str(build_dir), schema)
-    if len(records) < MIN_EVENTS or _cores() < 2 or not hasattr(os, "fork"):
+    if (len(records) < MIN_EVENTS or _cores() < 2 or not hasattr(os, "fork")
+            or not whoosh_internals.in_use(TWO_PROCESS_BUILD)):
         writer = open_writer(ix)
         _add(writer, records, make, progress, every, 1.0)
         writer.commit()
@@ -70,7 +78,7 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
             part = open_writer(whoosh_index.create_in(str(scratch), schema))
             for record in records[:half]:
                 part.add_document(**make(record))
-            view = memoryview(pickle.dumps(part._finalize_segment()))
+            view = memoryview(pickle.dumps(whoosh_internals.finalize_segment(part)))
             while view:
                 view = view[os.write(write_fd, view):]
             code = 0
@@ -82,9 +90,8 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
         started = time.monotonic()
         writer = open_writer(ix)
         _add(writer, records[half:], make, progress, every, len(records) / (len(records) - half))
-        # this half's segment is written while the child writes its own (one after the other,
-        # the two segment writes were a fifth of a reindex)
-        own = writer._finalize_segment()
+        # this half's segment is written while the child writes its own, not after it
+        own = whoosh_internals.finalize_segment(writer)
         wait = max(MIN_WAIT_SECONDS, 3 * (time.monotonic() - started))
         segment = _receive(read_fd, wait)
     finally:
@@ -100,21 +107,14 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
         writer.cancel()   # (releases the index's lock; the finished segment's files stay)
         rest = open_writer(ix)
         _add(rest, records[:half], make, None, every, 1.0)
-        _commit_segments(rest, [own, rest._finalize_segment()])
+        whoosh_internals.commit_segments(rest, [own, whoosh_internals.finalize_segment(rest)])
     else:
         name = segment.segment_id()
         for path in scratch.iterdir():
             if path.name.startswith(name):
                 os.replace(path, build_dir / path.name)
-        _commit_segments(writer, [segment, own])
+        whoosh_internals.commit_segments(writer, [segment, own])
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _commit_segments(writer, segments: list) -> None:
-    """What Whoosh's ``commit`` does once the writer's own segment is finalized already: the
-    table of contents listing ``segments`` in that order, then the writer closed (its lock released)."""
-    writer._commit_toc(segments)
-    writer._finish()
 
 
 def _receive(fd: int, timeout: float):

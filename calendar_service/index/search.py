@@ -28,7 +28,7 @@ from whoosh import index as whoosh_index
 from whoosh.reading import ReaderClosed
 
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import building, generations, segments
+from calendar_service.index import building, generations, whoosh_internals
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
@@ -150,7 +150,9 @@ class SearchIndex:
     """The index on disk, its state, and keeping it in step with the branch."""
 
     def __init__(self, directory: Path, site_tz, horizon_months: int | None = None):
-        segments.install()   # segment parts read in place from the mapping, not copied per process
+        # the one place a serving process changes Whoosh, once (whoosh_internals: each change checked
+        # against the Whoosh it was written for, Whoosh's own path where it does not hold)
+        whoosh_internals.install()
         self.directory = Path(directory)
         self.site_tz = site_tz
         self.horizon_months = horizon_months   # how far open-ended series are listed (None: the default)

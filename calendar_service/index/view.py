@@ -21,10 +21,8 @@ from __future__ import annotations
 import bisect
 import contextlib
 import math
-import struct
 import threading
 from collections import Counter
-from itertools import accumulate
 from operator import itemgetter, sub
 
 from pyroaring import BitMap
@@ -33,6 +31,7 @@ from whoosh.reading import TermNotFound
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
+from calendar_service.index import whoosh_internals
 from calendar_service.index.schema import SERIES_FLAG, rid_of_path
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
@@ -51,17 +50,15 @@ def read_column(reader, name: str) -> list:
     """The values of a numeric column by docnum (deleted documents included), a segment at a time.
 
     A segment's column is one run of fixed-size big-endian numbers: unpacking it in one
-    call is what makes reading a base cheap; whoosh's per-document access costs ~10 us a value.
+    call (``whoosh_internals.column_values``) is what makes reading a base cheap; Whoosh's own
+    reader, the path without it, reads one value at a time.
     """
     out: list = []
     for leaf, offset in reader.leaf_readers():
         count = leaf.doc_count_all()
         column = leaf.column_reader(name, translate=False)
-        try:
-            n = min(column._count, count)
-            raw = column._dbfile.get(column._basepos, n * column._fixedlen)
-            values = list(struct.unpack(f"!{n}{column._typecode}", raw)) + [column._default] * (count - n)
-        except AttributeError:  # not a plain numeric column reader (e.g. a segment without the column)
+        values = whoosh_internals.column_values(column, count)
+        if values is None:   # not a plain numeric column reader (e.g. a segment without the column)
             values = [column[i] for i in range(count)]
         out[offset:offset + count] = values
     return out
@@ -75,8 +72,7 @@ def live_docnums(reader) -> list[int]:
         if not leaf.has_deletions():
             out.extend(range(offset, offset + count))
             continue
-        perdoc = getattr(leaf, "_perdoc", None)   # whoosh 2.7's per-document reader holds the set
-        deleted = set(perdoc.deleted_docs()) if perdoc is not None else None
+        deleted = whoosh_internals.deleted_docs(leaf)
         if deleted is not None:
             out.extend(offset + d for d in range(count) if d not in deleted)
         else:
@@ -85,26 +81,17 @@ def live_docnums(reader) -> list[int]:
 
 
 def posting_ids(reader, field: str, term: str) -> list[int]:
-    """The docnums of a term's postings (deleted documents included), a block at a time: a
-    block's ids are decoded in one call, where whoosh's ``all_ids`` steps through them one by one."""
+    """The docnums of a term's postings (deleted documents may be included: they have no
+    position), a block at a time where ``whoosh_internals.posting_blocks`` reads them."""
     out: list[int] = []
     for leaf, offset in reader.leaf_readers():
         try:
             matcher = leaf.postings(field, term)
         except TermNotFound:
             continue
-        matcher = getattr(matcher, "child", matcher)     # a segment with deletions filters its matcher
-        if not all(hasattr(matcher, a) for a in ("_atend", "_data", "_read_data", "_byteids", "_next_block")):
-            out.extend(d + offset for d in matcher.all_ids())   # not whoosh 2.7's block matcher
-            continue
-        while not matcher._atend:
-            if matcher._data is None:
-                matcher._read_data()
-            # a block's ids are stored as gaps (unless as bytes): summed in C, where whoosh's
-            # ``_read_ids`` runs a Python generator per id (a fifth of a category list at 100,000)
-            ids = matcher._data[0] if matcher._byteids else accumulate(matcher._data[0])
+        blocks = whoosh_internals.posting_blocks(matcher)
+        for ids in blocks if blocks is not None else (matcher.all_ids(),):
             out.extend(ids if not offset else map(offset.__add__, ids))
-            matcher._next_block()
     return out
 
 
