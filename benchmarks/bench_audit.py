@@ -3,7 +3,7 @@
 ``python3 -m benchmarks.bench_audit [--events 2000] [--commits 1000] [--repeat 5]`` builds a
 content repository with that many events and commits (every 50th a slug rename of event 1),
 packs it with ``git gc`` and prints the median time of each request kind, cold (nothing cached
-for the head) and warm. The figures in the README's "Audit and sync" section come from here.
+for the head) and warm. The audit figures of docs/performance.md come from here.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.recurrence [--series 1000] [--months 24] [--repeat 5]
 
-Builds ``--series`` weekly series (as in issue 16: a weekly evening in one of a few zones,
+Builds ``--series`` weekly series (a weekly evening in one of a few zones,
 some with one or two weekdays, some with an UNTIL, a few EXDATEs and an exception), and times:
 reading them (``parse_recurrence``), expanding every series over the horizon (``occurrences``,
 about 104 occurrences each over 24 months), expanding a one-week window of each, and the same

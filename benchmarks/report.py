@@ -96,7 +96,7 @@ def _request_lines(s: dict) -> list[str]:
     return lines
 
 
-# ----------------------------------------------------------------------------- targets (issue 15)
+# ----------------------------------------------------------------------------- targets (one-off events)
 
 # The size columns of the targets table: a run is held to the column of the smallest size at
 # least its own (1,000 events to the 10,000 column).
@@ -225,11 +225,11 @@ def target_lines(size: int, b: dict, s: dict) -> list[str]:
     return lines
 
 
-# ----------------------------------------------------------------------------- targets (issue 16)
+# ----------------------------------------------------------------------------- targets (recurring series)
 
 SERIES_WRITE_ROWS = ("write: update series file", "write: one occurrence")
 # name -> goal: lists, search and filters with series stay within the ratios the lists are held to
-# without series (issue 15's column); a write to a series within 1.5x bare git; a reindex with series
+# without series (the one-off column); a write to a series within 1.5x bare git; a reindex with series
 # >= 2,000 files/s
 SERIES_TARGETS = {
     "lists with series (default/category/search/deep page), p50": None,

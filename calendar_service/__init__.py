@@ -2,7 +2,7 @@
 
 ``create_app()`` (in ``calendar_service.http.app``) builds the Flask application; gunicorn
 and ``app.py`` import it from here. The layers and where each concern lives are described
-in the README's "Layout" section.
+in docs/architecture.md.
 """
 from calendar_service.http.app import create_app
 

@@ -1,4 +1,4 @@
-"""``python -m calendar_service.bench``: the benchmark, under the name issue 15 gives it.
+"""``python -m calendar_service.bench``: the benchmark, under the package's own name.
 
 The benchmark itself is ``benchmarks/bench.py`` (``python -m benchmarks.bench`` runs the same
 thing). It lives beside the package, not in it: a wheel ships only ``calendar_service``, so the

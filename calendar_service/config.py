@@ -1,6 +1,6 @@
 """Settings of the service, read from the environment once and then passed around.
 
-Every setting has an environment variable (documented in the README) and a key that
+Every setting has an environment variable (docs/configuration.md, made from this module) and a key that
 tests and embedding code may pass to ``create_app`` directly.
 """
 from __future__ import annotations
@@ -175,7 +175,7 @@ class Settings:
         10_000, "CALENDAR_LIMITER_SIZE", int, "entries each limit remembers at most (the oldest is dropped)")
     argon2_concurrency: int = setting(
         2, "CALENDAR_ARGON2_CONCURRENCY", int,
-        "Argon2 checks (about 50 MB each) running at once per worker; a check waiting over 2 s gets 503 "
+        "Argon2 checks (64 MiB of memory each, argon2-cffi's default) running at once per worker; a check waiting over 2 s gets 503 "
         "with `Retry-After`")
     trust_forwarded_for: bool = setting(
         False, "CALENDAR_TRUST_FORWARDED_FOR", _bool,

@@ -1,4 +1,4 @@
-"""Access control as a matrix (issue 4): every role against
+"""Access control as a matrix: every role against
 every kind of write, every status against every kind of reader, passwords in single and list
 reads, by id and by slug, and the trash emptied for good from the command line.
 

@@ -1,4 +1,4 @@
-"""Hidden records and hidden text stay hidden (issue 12: access-control leaks).
+"""Hidden records and hidden text stay hidden.
 
 One rule decides what a caller may see (``permissions.can_see``): lists, searches, iCal
 feeds, embedded venues and organizers, the terms or venues of an event, the duplicate rule

@@ -1,4 +1,4 @@
-"""Fuzzing against our own /doc (issue 6): schemathesis generates requests for every operation the
+"""Fuzzing against our own /doc: schemathesis generates requests for every operation the
 document describes, valid and invalid, and sends them, signed in as an administrator, to the real
 app on a real repository seeded with the sample calendar.
 

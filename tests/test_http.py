@@ -564,7 +564,7 @@ OUR_ARGS = {"ical", "recurrence", "recurrence_scope"}
 
 def _arg_names(endpoint, key: str = "") -> list:
     # every route also takes i18n_language (our /doc and index in other languages), listed last; the sample predates it
-    # by-slug routes and event creation take `password` too (README)
+    # by-slug routes and event creation take `password` too (docs/api.md)
     ours = OUR_ARGS | ({"password"} if "/events/by-slug/" in key or key.endswith("/events") else set())
     return [name for name in endpoint["args"] or [] if name != "i18n_language" and name not in ours]
 

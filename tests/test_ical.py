@@ -1,4 +1,4 @@
-"""iCalendar feeds (README "iCalendar feeds"): GET /events and single events as text/calendar.
+"""iCalendar feeds (docs/api.md): GET /events and single events as text/calendar.
 
 Every feed is parsed back by the ``icalendar`` package and checked against the JSON of the
 same query; the big round trip is also read by ``vobject``, an independent parser that

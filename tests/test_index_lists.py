@@ -152,7 +152,7 @@ def test_the_million_event_row_is_held_to_the_issues_absolute_goals():
 
 
 def test_the_benchmark_prints_the_recurring_event_targets_with_series():
-    """With ``--series`` the table ends with issue 16's targets: lists and the overlap window held to
+    """With ``--series`` the table ends with the recurring series' targets: lists and the overlap window held to
     the lists' goals, the two series writes against 1.5x bare git, the reindex in files/s."""
     from benchmarks.report import SERIES_TARGETS, series_target_lines, table
 

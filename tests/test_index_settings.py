@@ -1,4 +1,4 @@
-"""git's split index in version 4 on the service's content repository (README "How writes work"):
+"""git's split index in version 4 on the service's content repository (docs/architecture.md):
 set at start unless git's configuration already says otherwise, the index file converted once,
 and everything git's index promises still holds after writes through the API and by editors."""
 from __future__ import annotations

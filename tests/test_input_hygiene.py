@@ -1,4 +1,4 @@
-"""Input hygiene (issue 12): the Host header, caches that requests can fill, files that would not
+"""Input hygiene: the Host header, caches that requests can fill, files that would not
 read back, nested values stored raw, one slug rule, YAML aliases, e-mails that break iCal, log
 redaction, commit subjects, numeric CLI options. Each test goes through the real stack."""
 from __future__ import annotations

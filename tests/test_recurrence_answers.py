@@ -1,4 +1,4 @@
-"""Recurring events (issue 16): what the API answers about a series' history and its writes.
+"""Recurring events: what the API answers about a series' history and its writes.
 
 Revisions asked by an occurrence id are the series file's (a series is one file), and the
 answer of every write to a series or an occurrence is what a following single read of the

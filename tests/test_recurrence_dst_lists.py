@@ -1,4 +1,4 @@
-"""The DST fixed cases against the served JSON list (issue 16): for series on the nights clocks
+"""The DST fixed cases against the served JSON list: for series on the nights clocks
 change (Europe/Berlin, America/New_York, Australia/Sydney, Australia/Adelaide, Australia/Lord_Howe
 whose clocks move by 30 minutes, Asia/Kolkata and a fixed UTC-3:30 zone, all-day series, UNTIL
 exactly on an occurrence and one second before one, COUNT with an EXDATE'd instance, an exception

@@ -1,4 +1,4 @@
-"""Recurring events, the file and write side (issue 16): ``recurrence``/``exceptions`` in event
+"""Recurring events, the file and write side: ``recurrence``/``exceptions`` in event
 files (``validate`` path:line, skipped when invalid), ``new event --repeat``, the API's
 ``recurrence`` on create and update, ``recurrence_scope`` on updates and deletes of occurrences
 (each one commit authored by the caller, with its file result), the series' ``recurrence``

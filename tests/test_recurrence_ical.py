@@ -1,4 +1,4 @@
-"""Recurring series in the iCalendar feeds (issue 16, points 4 and 5; README "Recurring events in iCalendar feeds").
+"""Recurring series in the iCalendar feeds.
 
 A series is one VEVENT (DTSTART/DTEND of its first occurrence, RRULE, EXDATE, RDATE) plus one
 VEVENT per exception (same UID, RECURRENCE-ID, its own times and fields). The cross-check:

@@ -1,4 +1,4 @@
-"""Exception keys written as a bare date (issue 16): ``exceptions:`` of a series file are keyed by
+"""Exception keys written as a bare date: ``exceptions:`` of a series file are keyed by
 an occurrence's original start. An all-day series keys them by its day (``2030-09-10``, also
 unquoted, which YAML reads as a date); a timed series may name by a bare date the one
 occurrence starting on that local day, and a date on which no or several occurrences start is

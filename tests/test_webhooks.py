@@ -1,4 +1,4 @@
-"""Outbound webhooks (issue 17): subscriptions, deliveries of every commit that reaches the branch
+"""Outbound webhooks: subscriptions, deliveries of every commit that reaches the branch
 (API write, editor commit, pull), Standard Webhooks signatures checked by the ``standardwebhooks``
 library in a real receiving server on loopback, retries, automatic disabling, the guard against
 server-side request forgery, and delivery across a kill -9 and by one of two processes only.

@@ -11,7 +11,8 @@ that do not exist are counted like real ones, so a 429 says nothing about the ac
 Each table holds at most ``size`` keys; the least recently failed key is dropped first, so
 a flood of distinct logins or addresses costs bounded memory.
 
-Argon2 checks (human-chosen passwords) need ~50 MB each by design; at most
+Argon2 checks (human-chosen passwords) need tens of megabytes each by design (argon2-cffi's
+memory cost); at most
 ``argon2_concurrency`` run at once per process. A check that cannot start within
 ``ARGON2_WAIT`` seconds answers 503 with ``Retry-After`` instead of piling up memory.
 """

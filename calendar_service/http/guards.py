@@ -31,7 +31,7 @@ def init_app(app, settings, service) -> None:
     # no "*" (without a list it trusts any Host and turns a malformed one into an empty host
     # instead of refusing it); it takes a port of any length; and it IDNA-encodes the allowed
     # names on every request, raising UnicodeError (a 500) when it reaches one IDNA refuses (a..b).
-    # ``config.host_allowed`` gives the answers of Django's ALLOWED_HOSTS the README promises.
+    # ``config.host_allowed`` gives the answers of Django's ALLOWED_HOSTS docs/configuration.md promises.
     @app.before_request
     def check_host():
         # a Host the service does not answer for is refused before anything is read or cached

@@ -6,7 +6,7 @@ here. The same visibility rules apply: a password-protected event the caller has
 unlocked shows only its title, times and link (as the JSON list blanks it), and a
 protected venue or organizer is left out.
 
-Mapping (README "iCalendar feeds"): UID ``<id>@<site host>``, stable for the event's life;
+Mapping (docs/api.md, "iCalendar feeds"): UID ``<id>@<site host>``, stable for the event's life;
 DTSTAMP and LAST-MODIFIED the record's ``modified_utc`` (there is no METHOD, so DTSTAMP is
 when the information was last revised, RFC 5545 3.8.7.2, which also keeps the output of a
 commit byte-for-byte stable; the catalog takes it from git when a commit changed the file
@@ -19,7 +19,7 @@ A recurring series (``series_of``) is one VEVENT with DTSTART/DTEND of its first
 its RRULE, RDATE and EXDATE (``recurrence.to_ical_lines``), followed by one VEVENT per exception
 with the same UID, its RECURRENCE-ID, its own times and the fields it overrides. Its times name
 its zone with TZID even for a fixed ``UTC+5`` offset (written in UTC, BYDAY would be expanded on
-UTC days), with a VTIMEZONE of that one offset (README "Recurring events in iCalendar feeds").
+UTC days), with a VTIMEZONE of that one offset (docs/api.md).
 """
 from __future__ import annotations
 

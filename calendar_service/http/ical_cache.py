@@ -3,18 +3,19 @@
 A VEVENT depends on its record (immutable for its blob, so shared by the snapshots that
 follow a write), the URLs and site zone it is written with, and the venues, organizers and
 categories the caller may see embedded: an entry is reused while those are the same objects.
-Building one costs ~1 ms (icalendar's component machinery), reading one back ~16 us, so an
-every-event feed at 100,000 events takes ~5 s warm against 45-50 s cold.
+Building one goes through icalendar's component machinery; reading one back is a small
+fraction of that, so a warm every-event feed takes a fraction of a cold one's time
+(docs/performance.md has the figures).
 
 Where the bytes live is what this module is about. Kept as Python objects (a bytes object, its
-key and value tuples and an ordered-dict node per VEVENT) the cache of one every-event feed at
-100,000 events held ~45 MB of a worker's resident memory (~960 bytes per VEVENT). Now:
+key and value tuples and an ordered-dict node per VEVENT) the cache of one every-event feed of a
+big calendar held a large share of a worker's resident memory. So:
 - each VEVENT is deflated against a preset dictionary (the first VEVENT the cache kept, which
-  shares the site's URLs, property names and zones with the others; ~2.8x smaller) and written
+  shares the site's URLs, property names and zones with the others) and written
   to an unlinked temporary file (in ``TMPDIR``), a *segment*; the system's page cache holds
   it, not the worker's heap;
 - in memory an entry is one ``bytes`` key (the ids of what it was built from) and one ``int``
-  (segment, offset, length): ~155 bytes of heap;
+  (segment, offset, length), a small fixed cost of heap;
 - the oldest segment is dropped whole once the segments pass ``budget`` bytes or the entries
   ``size`` (a segment keeps alive the records and referenced objects its keys name by id, so no
   id is reused while a key names it); once more than half the budget is used, an entry read
@@ -39,8 +40,8 @@ import zlib
 
 log = logging.getLogger(__name__)
 
-VEVENT_BYTES = 64 << 20      # compressed bytes on disk: an every-event feed at 100,000 events writes ~17 MB
-VEVENT_ENTRIES = 400_000     # keys in memory, ~155 bytes of heap each
+VEVENT_BYTES = 64 << 20      # compressed bytes on disk: room for the every-event feed of a big calendar
+VEVENT_ENTRIES = 400_000     # keys in memory (a key and an int each)
 SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
 CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used

@@ -2,9 +2,8 @@
 
 Writing and sending an unpaged iCalendar feed builds and drops thousands of VEVENT texts and
 icalendar objects and the body's chunks; glibc keeps the freed space inside its heap, between
-the objects that stay, so a worker's resident size stayed ~22 MB higher after a 4,716-event
-feed than before it (all of it given back by ``malloc_trim(0)``, measured on the 10,000-event
-benchmark calendar). Once a feed of at least ``TRIM_AFTER_EVENTS`` events is sent and closed,
+the objects that stay, so a worker's resident size stayed higher after a big feed than
+before it, though all of that space is free (``malloc_trim(0)`` gives it back). Once a feed of at least ``TRIM_AFTER_EVENTS`` events is sent and closed,
 ``give_back`` asks for it; with another C library it does nothing.
 """
 from __future__ import annotations

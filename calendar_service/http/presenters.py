@@ -329,7 +329,7 @@ class Presenter:
     def _embed(self, build, record: Record, *args):
         """``build(record, *args)``, the object an event embeds; with ``embed_text``, its JSON
         text instead, built once per commit (many events embed the same venue, organizer or
-        term: building and encoding them was a third of building an event). Not for a password-protected
+        term: building and encoding them was a large part of building an event). Not for a password-protected
         record (what it shows depends on the caller): an event embedding one is never kept."""
         if not self.embed_text or record.data.get("password"):
             return build(record, *args)

@@ -57,7 +57,7 @@ def make_schema() -> fields.Schema:
         organizer=fields.KEYWORD(**keyword),
         # words analysed by queries.analyse (the same words the scanning path matches), as a set
         # of keywords: lists never score, so no per-document length column (writing it and
-        # reading it back per posting was a fifth of a full reindex)
+        # reading it back per posting was a large part of a full reindex)
         text=fields.KEYWORD(analyzer=SpaceSeparatedTokenizer(), scorable=False),
     )
 

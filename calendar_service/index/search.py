@@ -419,8 +419,8 @@ class SearchIndex:
             return
         ids: set[int] = set()
         # one searcher of the segments on disk for every lookup and deletion: without it Whoosh
-        # opens a reader of every segment per deleted term (26 terms x 8 segments read ~0.35 s
-        # of a 0.46 s sync at 10,000 events, in a thread that shares the interpreter with writes)
+        # opens a reader of every segment per deleted term (terms x segments readers, most of a
+        # sync's time, in a thread that shares the interpreter with writes)
         with writer.searcher() as searcher:
             for path in paths:
                 rid = rid_of_path(searcher, path)

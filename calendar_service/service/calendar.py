@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 # A write the branch or the remote keeps moving under is recomputed on the new head, at most
 # WRITE_ATTEMPTS times and only while less than WRITE_PATIENCE seconds passed (well below
-# gunicorn's --timeout of the README), after a random wait up to RETRY_BACKOFF seconds, doubled
+# gunicorn's --timeout in docs/operations.md), after a random wait up to RETRY_BACKOFF seconds, doubled
 # per attempt up to RETRY_BACKOFF_MAX. A replica whose writes keep losing the race for the
 # remote (the other one pushes a burst back to back) thus waits that burst out.
 WRITE_ATTEMPTS = 40

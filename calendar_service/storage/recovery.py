@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # command running in the checkout.
 STALE_LOCK_SECONDS = 30
 # git's own features for big working trees, set on the service's content repository at start
-# unless set already (README "How writes work"): a split index (a write rewrites a small file
+# unless set already (docs/architecture.md, "A write"): a split index (a write rewrites a small file
 # naming its changes, not the whole index, which grows with the calendar) in version 4 (paths
 # prefix-compressed: smaller to read). Setting -> the ``update-index`` option that
 # converts an existing index file (one call each, version first: git 2.39 given both at once

@@ -15,7 +15,7 @@
 - ``bulk``      an import of many new files as one commit
 
 Writers are serialized across threads and processes by ``write_lock``. With a git remote
-configured, a write is pushed before the local branch moves; see the README's "Git remote".
+configured, a write is pushed before the local branch moves; see docs/operations.md, "The git remote".
 Without pushing, the writers of one process form groups (``grouping``).
 """
 from __future__ import annotations
