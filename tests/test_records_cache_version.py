@@ -4,7 +4,7 @@ A start takes parsed records from ``records.cache`` instead of parsing their fil
 cache written by other parsing code would serve records as that code parsed them. The cache's
 version is ``records_cache.FORMAT`` (raised by hand) plus the versions of the libraries that
 shape parsed data. This file pins a digest of the parsing code to ``FORMAT``: change any module
-that parsing imports (``domain/records.py`` and everything it imports, ``domain/snapshot.py``,
+that parsing imports (``domain/record_files.py`` and everything it imports, ``domain/snapshot.py``,
 ``domain/record.py``) or the cache's own module, and the first test fails until ``FORMAT`` is
 raised and the pin below updated. Comments and docstrings do not count: only the code does.
 """
@@ -31,7 +31,7 @@ PINNED_DIGEST = "3ee2dca06341ce1fc5ff66b1f2a12f4a927c7b14a3977ab61bede7540fd47f3
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import
-PARSING_ENTRIES = ("calendar_service.domain.records", "calendar_service.domain.snapshot",
+PARSING_ENTRIES = ("calendar_service.domain.record_files", "calendar_service.domain.snapshot",
                    "calendar_service.domain.record")
 # the cache's layout, without what it imports (the store, used only to read a file again)
 CACHE_MODULE = "calendar_service.storage.records_cache"
@@ -58,6 +58,8 @@ def _imported(path: Path):
 def parsing_modules() -> dict[str, Path]:
     """Every module of the package that parsing runs (with the packages that hold them), by name."""
     found: dict[str, Path] = {}
+    missing = [entry for entry in PARSING_ENTRIES + (CACHE_MODULE,) if _path(entry) is None]
+    assert not missing, f"no such module: {missing} (renamed? name it here)"
     pending = list(PARSING_ENTRIES)
     while pending:
         module = pending.pop()

@@ -35,7 +35,7 @@ from calendar_service.storage.store import GitStore
 log = logging.getLogger(__name__)
 
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
-# maps (domain/records.py and every module it imports, domain/snapshot.py), or to this file's
+# maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
 FORMAT = 5
 # the distributions whose versions change what parsing gives for the same bytes
