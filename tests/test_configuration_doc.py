@@ -77,3 +77,18 @@ def test_every_variable_reaches_its_own_setting(tmp_path):
         changed = {f.name for f in fields(Settings) if getattr(given, f.name) != getattr(defaults, f.name)}
         # the remote's branch follows CALENDAR_BRANCH unless set
         assert changed - {"git_remote_branch"} == {name} if name == "branch" else changed == {name}, (name, changed)
+
+
+def test_settings_into_a_closed_pipe_ends_quietly():
+    # ``settings | head -1``: the reader may be gone before the output is written
+    import os
+    import subprocess
+    import sys
+    read_end, write_end = os.pipe()
+    os.close(read_end)   # every write to the pipe now fails with a broken pipe
+    try:
+        run = subprocess.run([sys.executable, "-m", "calendar_service", "settings", "--markdown"], cwd=ROOT,
+                             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr

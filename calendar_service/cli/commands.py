@@ -477,6 +477,10 @@ def main(argv=None) -> int:
     except (AccountError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return FAILED
+    except BrokenPipeError:
+        # the reader went away (``settings | head``): nothing more to say, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
