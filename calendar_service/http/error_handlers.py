@@ -15,6 +15,14 @@ from calendar_service.service.errors import ServiceError
 log = logging.getLogger(__name__)
 
 
+def _try_again_later(code: str, exc: Throttled | Busy, status: int):
+    """The error envelope of a refusal that tells the caller when to try again (``Retry-After``)."""
+    error = ApiError(code, str(exc), status)
+    response = json_response(error.body(), error.status)
+    response.headers["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 def init_app(app, settings) -> None:
     """Register the error handlers on ``app``."""
 
@@ -24,17 +32,11 @@ def init_app(app, settings) -> None:
 
     @app.errorhandler(Throttled)
     def throttled(exc: Throttled):
-        error = ApiError("rest_too_many_requests", str(exc), TOO_MANY_REQUESTS)
-        response = json_response(error.body(), error.status)
-        response.headers["Retry-After"] = str(exc.retry_after)
-        return response
+        return _try_again_later("rest_too_many_requests", exc, TOO_MANY_REQUESTS)
 
     @app.errorhandler(Busy)
     def busy(exc: Busy):
-        error = ApiError("rest_authentication_busy", str(exc), SERVICE_UNAVAILABLE)
-        response = json_response(error.body(), error.status)
-        response.headers["Retry-After"] = str(exc.retry_after)
-        return response
+        return _try_again_later("rest_authentication_busy", exc, SERVICE_UNAVAILABLE)
 
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
