@@ -106,7 +106,7 @@ class Limits:
         self.login = AttemptLimiter(login_attempts, login_window, size)
         self.address = AttemptLimiter(login_address_attempts, login_window, size)
         self.event = AttemptLimiter(event_password_attempts, event_password_window, size)
-        self.trust_forwarded_for = trust_forwarded_for  # the app reads X-Forwarded-For (see client)
+        self.trust_forwarded_for = trust_forwarded_for  # as set: the app's WSGI middleware acts on it (see client)
         self._argon2 = threading.BoundedSemaphore(argon2_concurrency)
 
     @classmethod

@@ -25,11 +25,9 @@ from calendar_service.http.handlers.hooks import check_signature
 from calendar_service.http.form import php_nested
 from calendar_service.http.params import CheckContext, Invalid, depth
 from calendar_service.http.routes import ROUTES, match
-from calendar_service.http.namespace import NAMESPACE
 from calendar_service.http.routing import Endpoint
 from calendar_service.service.calendar import CalendarService
 
-PREFIX = "/" + NAMESPACE
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_JSON_DEPTH = 32
 

@@ -22,7 +22,6 @@ from calendar_service.http import i18n
 from calendar_service.http.urls import Urls
 from calendar_service.http.namespace import NAMESPACE, PREFIX, WP_NAMESPACE
 
-NATIVE = PREFIX                             # /calendar/events/v1
 WP_ROOT = "/wp-json"                        # WordPress' REST root (its discovery route is WP_ROOT + "/")
 WP = f"{WP_ROOT}/{WP_NAMESPACE}"            # /wp-json/tribe/events/v1
 ENVIRON_KEY = "calendar.api_prefix"
@@ -45,7 +44,7 @@ class WpCompat:
         found = self.PATTERN.match(environ.get("PATH_INFO", ""))
         if found:
             environ[ENVIRON_KEY] = WP
-            environ["PATH_INFO"] = NATIVE + (found.group(1) or "")
+            environ["PATH_INFO"] = PREFIX + (found.group(1) or "")
         return self.wsgi_app(environ, start_response)
 
 
@@ -56,7 +55,7 @@ def api_prefix() -> str:
     if compat:
         return compat
     segment = request.environ.get(i18n.ENVIRON_KEY)  # /it/calendar/events/v1/...: links keep it
-    return (f"/{segment}" if segment else "") + NATIVE
+    return (f"/{segment}" if segment else "") + PREFIX
 
 
 def namespace() -> str:
@@ -98,7 +97,7 @@ def other_bases(settings) -> tuple[str, ...]:
     if not settings.wp_compat:
         return ()
     base = host_base()
-    return (base + NATIVE,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
+    return (base + PREFIX,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
 
 
 def init_app(app, service) -> None:

@@ -25,16 +25,14 @@ def init_app(app, settings) -> None:
 class NamespaceCase:
     """WSGI middleware: the namespace part of a path matches case-insensitively, as in WordPress."""
 
-    PREFIX = PREFIX
-
     def __init__(self, wsgi_app):
         self.wsgi_app = wsgi_app
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
-        head = path[: len(self.PREFIX)]
-        if head != self.PREFIX and head.lower() == self.PREFIX:
-            environ["PATH_INFO"] = self.PREFIX + path[len(self.PREFIX):]
+        head = path[: len(PREFIX)]
+        if head != PREFIX and head.lower() == PREFIX:
+            environ["PATH_INFO"] = PREFIX + path[len(PREFIX):]
         return self.wsgi_app(environ, start_response)
 
 
