@@ -119,6 +119,28 @@ class Settings:
         50, "CALENDAR_MAX_PER_PAGE", int,
         "`per_page` values above this are silently capped (as the original does at 50)")
     max_body_bytes: int = setting(4 * 1024 * 1024, "CALENDAR_MAX_BODY_BYTES", int, "larger request bodies get 413")
+    max_file_bytes: int = setting(
+        1024 * 1024, "CALENDAR_MAX_FILE_BYTES", int,
+        "the largest content file read, in bytes (checked before reading it): a larger pushed file is not "
+        "served (an error in `/status`); an API write that would make one gets 400", shown="1048576 (1 MB)")
+    max_nesting: int = setting(
+        20, "CALENDAR_MAX_NESTING", int,
+        "how deep lists and mappings of a content file may sit inside one another (checked before "
+        "they are built): a deeper file is not served; records need about 4")
+    max_keys: int = setting(
+        1000, "CALENDAR_MAX_KEYS", int, "the most keys one mapping of a content file may hold (a file with more "
+        "is not served)")
+    max_items: int = setting(
+        10000, "CALENDAR_MAX_ITEMS", int, "the most items one list of a content file may hold (a file with more "
+        "is not served)")
+    max_string_length: int = setting(
+        2000, "CALENDAR_MAX_STRING_LENGTH", int,
+        "the most characters of a one-line field (title, name, venue, address, website...): a longer one in a "
+        "file is an error at its line, through the API a 400 naming the field; descriptions and excerpts are "
+        "bounded by `CALENDAR_MAX_FILE_BYTES` only")
+    status_files_shown: int = setting(
+        200, "CALENDAR_STATUS_FILES_SHOWN", int,
+        "the most problems of files `/status` and `status` list (first by path), beside their total count")
     seed_sample: bool = setting(
         True, "CALENDAR_SEED_SAMPLE", _bool, "write the sample calendar into a newly created content repository")
     committer_name: str = setting(
@@ -276,6 +298,15 @@ class Settings:
             raise ValueError("CALENDAR_WEBHOOK_LEASE must be longer than CALENDAR_WEBHOOK_TIMEOUT")
         if isinstance(self.recurrence_horizon, bool) or not 1 <= int(self.recurrence_horizon) <= 120:
             raise ValueError("CALENDAR_RECURRENCE_HORIZON must be a number of months from 1 to 120")
+        for name, value in (("CALENDAR_MAX_FILE_BYTES", self.max_file_bytes),
+                            ("CALENDAR_MAX_NESTING", self.max_nesting), ("CALENDAR_MAX_KEYS", self.max_keys),
+                            ("CALENDAR_MAX_ITEMS", self.max_items),
+                            ("CALENDAR_MAX_STRING_LENGTH", self.max_string_length),
+                            ("CALENDAR_STATUS_FILES_SHOWN", self.status_files_shown)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive whole number")
+        if self.max_nesting < 4:
+            raise ValueError("CALENDAR_MAX_NESTING must be 4 or more (records nest that deep)")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
         allow = self.webhook_allow_private

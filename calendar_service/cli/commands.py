@@ -202,8 +202,10 @@ def cmd_validate(options) -> int:
     directory; exit 1 when there is any (warnings too, unless --allow-warnings), else print
     a one-line summary and exit 0. The checks are the service's own (records.parse for each
     file, the snapshot for ids, slugs and references)."""
+    from calendar_service.service.build import configure_limits
     from calendar_service.storage.catalog import load_directory
 
+    configure_limits(Settings.from_env())   # the limits the service reads files with
     root = _content_dir(options.content_dir)
     if not root.is_dir():
         print(f"error: no content directory at {root}", file=sys.stderr)

@@ -8,6 +8,8 @@ checks every key's type and reports problems as ``path:line: message``.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import logging
 import re
 import sys
 from dataclasses import dataclass
@@ -20,7 +22,11 @@ from calendar_service.domain import dates
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain import series_file
 from calendar_service.domain.record import Record
+from calendar_service.domain import file_limits
+from calendar_service.domain.file_limits import MAX_ID, KeyLines, OverLimit, megabytes
 from calendar_service.domain.resources import RESOURCES, TYPE_NAMES, Resource
+
+log = logging.getLogger(__name__)
 
 try:  # the C loader and dumper are several times faster than the pure-Python ones
     _Loader = yaml.CSafeLoader
@@ -31,6 +37,31 @@ except AttributeError:  # pragma: no cover - libyaml missing
 
 
 _CParser = getattr(yaml, "CParser", None)
+
+
+def size_problem(path: str, size: int) -> "FileProblem":
+    """The problem of a file of ``size`` bytes, over ``file_limits.LIMITS.file_bytes``."""
+    shown, limit = megabytes(size), megabytes(file_limits.LIMITS.file_bytes)
+    if shown == limit:   # just over: the exact sizes say it
+        shown, limit = f"{size:,} bytes", f"{file_limits.LIMITS.file_bytes:,} bytes"
+    return FileProblem(path, 1, f"the file is {shown}, over the limit of {limit} (CALENDAR_MAX_FILE_BYTES)")
+
+
+def largest_key(resource: Resource, raw: bytes) -> str | None:
+    """The key of the longest value of a file the service wrote (for naming the field that makes
+    it too big); None when it cannot tell."""
+    try:
+        text = raw.decode("utf-8")
+        if resource.body_key:
+            split = _split_front_matter(text)
+            meta = yaml.load(split[0], Loader=_Loader) if split else {}
+            sizes = {resource.body_key: len(split[1]) if split else 0}
+        else:
+            meta, sizes = yaml.load(text, Loader=_Loader), {}
+        sizes.update((str(key), len(str(value))) for key, value in (meta or {}).items())
+        return max(sizes, key=sizes.get) if sizes else None
+    except Exception:   # noqa: BLE001 - only a better name for a refusal made anyway
+        return None
 
 
 def load_yaml(text: str):
@@ -94,7 +125,15 @@ class _DuplicateKey(yaml.YAMLError):
 
 class _StrictLoader(_Loader):
     """The safe loader, refusing a mapping that names one key twice (YAML lets the last one win
-    silently, so an editor's second ``title:`` would hide the first without a word)."""
+    silently, so an editor's second ``title:`` would hide the first without a word), and a
+    document over ``file_limits.LIMITS`` before any of it is constructed."""
+
+    def get_single_data(self):
+        node = self.get_single_node()   # composed by libyaml in C: no Python recursion
+        if node is None:
+            return None
+        file_limits.check_nodes(node, file_limits.LIMITS)
+        return self.construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -238,8 +277,32 @@ def _line_of(text: str, key: str, offset: int = 0) -> int:
     return offset + (text.count("\n", 0, match.start()) + 1 if match else 1)
 
 
+# messages of unexpected failures already logged with their traceback (bounded: see ``parse``)
+_LOGGED: set = set()
+_LOGGED_MAX = 1000
+
+
 def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
-    """Read a content file. Returns the record (None when it cannot be served) and its problems."""
+    """Read a content file. Returns the record (None when it cannot be served) and its problems.
+
+    Never raises: a file over ``file_limits.LIMITS`` or one that makes a library fail in a way nobody
+    foresaw is a problem of that file alone (an error at its line, or line 1)."""
+    if len(raw) > file_limits.LIMITS.file_bytes:
+        return None, [size_problem(path, len(raw))]
+    try:
+        return _parse(path, raw)
+    except Exception as exc:   # RecursionError, OverflowError, MemoryError, a library's ValueError...
+        kind = type(exc).__name__
+        marker = (path, hashlib.sha1(raw).hexdigest(), kind)
+        if marker not in _LOGGED:
+            if len(_LOGGED) >= _LOGGED_MAX:
+                _LOGGED.clear()
+            _LOGGED.add(marker)
+            log.error("%s could not be read (%s)", path, kind, exc_info=True)
+        return None, [FileProblem(path, 1, f"could not be read: {kind}")]
+
+
+def _parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
     resource = resource_of_path(path)
     if resource is None:
         return None, []
@@ -263,6 +326,8 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
         else:
             offset = 0
             meta = load_yaml(text)
+    except OverLimit as exc:
+        return None, [FileProblem(path, exc.line + 1 + offset, exc.message)]
     except _DuplicateKey as exc:
         return None, [FileProblem(path, exc.line + offset,
                               f"duplicate key {exc.key!r} (first on line {exc.first + offset}); YAML would keep only the last")]
@@ -276,18 +341,19 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
     if not isinstance(meta, dict):
         return None, [FileProblem(path, 1, "expected a mapping of keys to values")]
     meta = {str(k): v for k, v in meta.items()}
-    data, problems = normalize(resource, meta, path, text)
-    problems += _unknown_keys(resource, meta, path, text)
+    at = KeyLines(text)
+    data, problems = normalize(resource, meta, path, at)
+    problems += _unknown_keys(resource, meta, path, at)
     if body is not None:
         data[resource.body_key] = body
     stem = file_stem(path)
     if "slug" not in data or data["slug"] in (None, ""):
         data["slug"] = stem
     elif data["slug"] != stem:
-        problems.append(FileProblem(path, _line_of(text, "slug"),
+        problems.append(FileProblem(path, at("slug"),
                                 f"slug {data['slug']!r} does not match the file name {stem!r}", "warning"))
     if not is_safe_slug(data["slug"]):
-        problems.append(FileProblem(path, _line_of(text, "slug"),
+        problems.append(FileProblem(path, at("slug"),
                                 "slug must be lowercase letters, digits, '-' or '_'"))
     refused = {p.message.split("'")[1] for p in problems if p.message.startswith("'")}  # wrong type: said already
     if data.get("id") in (None, ""):
@@ -300,17 +366,17 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
             if not data.get(key) and key not in refused:
                 problems.append(FileProblem(path, 1, f"required field '{key}' is missing"))
         if data.get("timezone") and not dates.is_valid_timezone(data["timezone"]):
-            problems.append(FileProblem(path, _line_of(text, "timezone"), f"unknown time zone {data['timezone']!r}"))
+            problems.append(FileProblem(path, at("timezone"), f"unknown time zone {data['timezone']!r}"))
         if not any(p.severity == "error" for p in problems) and data["end_date"] < data["start_date"]:
-            problems.append(FileProblem(path, _line_of(text, "end_date"), "end_date is before start_date"))
+            problems.append(FileProblem(path, at("end_date"), "end_date is before start_date"))
         wanted = misfiled(resource, path, data)
         if wanted:
-            problems.append(FileProblem(path, _line_of(text, "start_date"), f"starts in another month than its "
+            problems.append(FileProblem(path, at("start_date"), f"starts in another month than its "
                                     f"folder says: new files of that month go to {wanted}/", "warning"))
         if not any(p.severity == "error" for p in problems):
             split = _split_front_matter(text)
             problems += [FileProblem(path, line, message) for line, message in series_file.problems(
-                data, text, lambda key: _line_of(text, key), split[0] if split else "", split[2] if split else 0)]
+                data, text, lambda key: at(key), split[0] if split else "", split[2] if split else 0)]
             exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
             for key, changes in exceptions.items():
                 if isinstance(changes, dict):  # an exception's fields have the types of the event's
@@ -318,16 +384,16 @@ def parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
                     checked, wrong = normalize(resource, {k: v for k, v in changes.items() if k in resource.types
                                                           and k not in ("start_date", "end_date")})
                     changes.update(checked)
-                    problems += [FileProblem(path, _line_of(text, "exceptions"),
+                    problems += [FileProblem(path, at("exceptions"),
                                          f"'exceptions' {str(key)!r}: {p.message}") for p in wrong]
             if exceptions:   # keys YAML read as dates are kept as the text they were written as
                 data["exceptions"] = {str(dates.normalize_stored(k)) if isinstance(k, datetime) else str(k): v
                                       for k, v in exceptions.items()}
     elif "recurrence" in meta or "exceptions" in meta:
         key = "recurrence" if "recurrence" in meta else "exceptions"
-        problems.append(FileProblem(path, _line_of(text, key), f"'{key}' belongs to events only (a recurring event)"))
+        problems.append(FileProblem(path, at(key), f"'{key}' belongs to events only (a recurring event)"))
     if resource is RESOURCES["venues"]:
-        problems += _fold_stateprovince(data, path, text)
+        problems += _fold_stateprovince(data, path, at)
     if any(p.severity == "error" for p in problems):
         return None, problems
     return Record(resource, compact(data), path), problems
@@ -343,7 +409,7 @@ def region_key(data: dict) -> str:
     return "state" if us and (data.get("state") or not data.get("province")) else "province"
 
 
-def _fold_stateprovince(data: dict, path: str, text: str) -> list[FileProblem]:
+def _fold_stateprovince(data: dict, path: str, at) -> list[FileProblem]:
     """A venue's region is written once, as ``state`` or ``province``; an older file's
     ``stateprovince`` is read as an alias of that key (it fills it when it is empty) and dropped,
     with a warning when the two differ."""
@@ -355,7 +421,7 @@ def _fold_stateprovince(data: dict, path: str, text: str) -> list[FileProblem]:
         data[key] = alias
         return []
     if str(data[key]).strip() != str(alias).strip():
-        return [FileProblem(path, _line_of(text, "stateprovince"),
+        return [FileProblem(path, at("stateprovince"),
                         f"stateprovince {alias!r} differs from {key} {data[key]!r}: the service serves "
                         f"{key}; remove stateprovince", "warning")]
     return []
@@ -379,7 +445,7 @@ def claimed_id(raw: bytes) -> int | None:
     """The id a file that cannot be read writes on a top-level ``id:`` line, if any: it is kept
     free, so the file keeps it once repaired."""
     match = _ID_LINE.search(raw)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if match and 1 <= int(match.group(1)) <= MAX_ID else None
 
 
 def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
@@ -402,20 +468,29 @@ def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
     return text.encode("utf-8")
 
 
-def _unknown_keys(resource: Resource, meta: dict, path: str, text: str) -> list[FileProblem]:
+# unknown keys of one file reported one by one; the rest in one warning (a file's problems stay small)
+UNKNOWN_KEYS_SHOWN = 20
+
+
+def _unknown_keys(resource: Resource, meta: dict, path: str, at) -> list[FileProblem]:
     """Keys the service does not read: kept and served anyway (a warning), often a typo."""
     known = known_keys(resource) | {"recurrence", "exceptions"}  # on other records: an error (see parse)
+    unknown = [key for key in meta if key not in known]
     problems = []
-    for key in meta:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            problems.append(FileProblem(path, _line_of(text, key), f"unknown key '{key}'{hint}", "warning"))
+    for key in unknown[:UNKNOWN_KEYS_SHOWN]:
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        problems.append(FileProblem(path, at(key), f"unknown key '{key}'{hint}", "warning"))
+    if len(unknown) > UNKNOWN_KEYS_SHOWN:
+        rest = unknown[UNKNOWN_KEYS_SHOWN:]
+        problems.append(FileProblem(path, at(rest[0]), f"{len(rest):,} more unknown keys", "warning"))
     return problems
 
 
-def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") -> tuple[dict, list[FileProblem]]:
-    """Check and coerce each known key to its declared type; unknown keys are kept as they are."""
+def normalize(resource: Resource, meta: dict, path: str = "", at=None) -> tuple[dict, list[FileProblem]]:
+    """Check and coerce each known key to its declared type; unknown keys are kept as they are.
+    ``at(key)`` is the line of a key (1 without it)."""
+    at = at or (lambda key: 1)
     data: dict = {}
     problems: list[FileProblem] = []
     for key, value in meta.items():
@@ -426,7 +501,16 @@ def normalize(resource: Resource, meta: dict, path: str = "", text: str = "") ->
         try:
             data[key] = _coerce(kind, value)
         except (TypeError, ValueError):
-            problems.append(FileProblem(path, _line_of(text, key), f"'{key}' must be {TYPE_NAMES[kind]}, got {value!r}"))
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            problems.append(FileProblem(path, at(key), f"'{key}' must be {TYPE_NAMES[kind]}, got {shown}"))
+            continue
+        if key == "id" and not 1 <= data[key] <= MAX_ID:
+            problems.append(FileProblem(path, at(key), f"'id' must be from 1 to {MAX_ID:,} (larger numbers are "
+                                                       f"the ids of occurrences), got {data[key]}"))
+        elif kind == "str" and len(data[key]) > (most := file_limits.LIMITS.string_length):
+            problems.append(FileProblem(path, at(key), f"'{key}' is {len(data[key]):,} characters long, over "
+                                                       f"the limit of {most:,} (CALENDAR_MAX_STRING_LENGTH)"))
     return data, problems
 
 

@@ -7,6 +7,7 @@ paths that changed.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from functools import cached_property
@@ -17,6 +18,8 @@ from calendar_service.domain.layered import Layered
 from calendar_service.domain.record import Record
 from calendar_service.domain.record_files import FileProblem, resource_of_path
 from calendar_service.domain.resources import EVENT_REFERENCES, EVENTS, ORGANIZERS, RESOURCES, VENUES, Resource
+
+log = logging.getLogger(__name__)
 
 REF_KEYS = tuple(EVENT_REFERENCES)
 # the ids of the password-protected events, kept in ``refs_index`` beside the references (a search
@@ -158,6 +161,17 @@ def _by_resource(parsed: list[Record]) -> tuple[dict, dict]:
     return groups, {resource: {record.id: record for record in group} for resource, group in groups.items()}
 
 
+def _advanced(snapshot: "Snapshot", previous: "Snapshot", changed: set[str]) -> bool:
+    """``snapshot._advance``, False (a full build) when it fails: a record the previous snapshot
+    let in and no longer should can never keep every later snapshot from being made."""
+    try:
+        return snapshot._advance(previous, changed)
+    except Exception:   # the previous snapshot's maps are as they were (a bitmap is copied before a change)
+        log.exception("deriving the snapshot of %s from %s failed: building it whole", snapshot.commit,
+                      previous.commit)
+        return False
+
+
 class Snapshot:
     """Every record at one commit."""
 
@@ -190,7 +204,7 @@ class Snapshot:
         self.displaced: list[tuple[Record, Record]] = []  # (file, the older file holding its id)
         self.reslugged: list[tuple[Record, Record]] = []  # (file, the older file holding its slug)
         if (previous is None or changed is None or previous._conflicts or previous.unassigned
-                or previous.displaced or previous.reslugged or not self._advance(previous, changed)):
+                or previous.displaced or previous.reslugged or not _advanced(self, previous, changed)):
             self._build()
 
     @property

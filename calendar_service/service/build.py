@@ -14,6 +14,7 @@ import os
 from calendar_service.auth.accounts import Accounts
 from calendar_service.auth.limits import Limits
 from calendar_service.config import Settings
+from calendar_service.domain import file_limits
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import sample
 from calendar_service.service.calendar import CalendarService
@@ -39,6 +40,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     a killed process left half-done is finished and, with a git remote, the branch is
     brought in line with the remote first. The caller closes the service (``close()``).
     """
+    configure_limits(settings)
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
                      remote=settings.git_remote, remote_branch=settings.git_remote_branch,
                      remote_timeout=settings.remote_timeout)
@@ -55,6 +57,13 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     service = CalendarService(settings, store, catalog, accounts, index)
     service.webhooks = Webhooks(settings, store, catalog, service.history, accounts)
     return service
+
+
+def configure_limits(settings: Settings) -> None:
+    """Read every content file with the limits of ``settings`` from now on."""
+    file_limits.configure(file_limits.Limits(
+        file_bytes=settings.max_file_bytes, nesting=settings.max_nesting, keys=settings.max_keys,
+        items=settings.max_items, string_length=settings.max_string_length))
 
 
 def open_repository(store: GitStore, settings: Settings) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from calendar_service.auth.accounts import User
-from calendar_service.domain import record_files
+from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.service import errors
@@ -146,7 +146,10 @@ class RecordHistory:
         tree) and ``snapshot``: ``before`` and ``after`` map (resource name, id) to the record as
         it was at ``since`` and as ``snapshot`` serves it (absent: not there, or not served)."""
         diff = self.store.diff(None if since in (None, ZERO) else since, snapshot.commit)
-        old_contents = self.store.read_blobs(old for old, _ in diff.values() if old)
+        old_contents: dict = {}   # a file over the size limit was never served: not read
+        for _, contents in self.store.read_files((old for old, _ in diff.values() if old),
+                                                 file_limits.LIMITS.file_bytes):
+            old_contents.update(contents)
         before: dict = {}
         after: dict = {}
         for path, (old_blob, new_blob) in diff.items():

@@ -2,6 +2,7 @@
 the search index, and the files skipped or waiting for an id at the head."""
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timezone
 
 
@@ -11,6 +12,7 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
     or read with warnings at the head (path, line, message)."""
     refused = store.refused
     last = store.last_pull
+    problems = snapshot.problems
     indexed = (index.state() or {}).get("commit") if index is not None else None
     return {
         "head": snapshot.commit,
@@ -25,8 +27,11 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
                                                      "reason": refused.reason},
         },
         "index": {"commit": indexed, "behind": index is not None and indexed != snapshot.commit},
+        # the first problems by path (``CALENDAR_STATUS_FILES_SHOWN``), and how many there are in all
         "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
-                    for p in snapshot.problems],
+                    for p in itertools.islice(problems, settings.status_files_shown)],
+        "skipped_total": len(problems),
+        "skipped_files": len({p.path for p in problems if p.severity == "error"}),
         # files not served until the service's id commit lands (see ``ids``)
         "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
                                  | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),

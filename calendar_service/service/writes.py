@@ -130,6 +130,8 @@ def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
     for problem in errors_found or [record_files.FileProblem(path, 1, "the record could not be read back")]:
         found = _QUOTED_KEY.search(problem.message)
         key = found.group(1) if found else resource.title_key
+        if "(CALENDAR_MAX_FILE_BYTES)" in problem.message:   # the field that makes the file too big
+            key = record_files.largest_key(resource, content) or key
         if key.endswith("_utc") and key[: -len("_utc")] in resource.input_keys:
             key = key[: -len("_utc")]  # stored as UTC, sent as local time
         reasons.setdefault(key, f"The value cannot be stored: {problem.message}.")

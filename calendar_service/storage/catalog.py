@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from calendar_service.domain import record_files
+from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.layered import Layered
 from calendar_service.domain.record import apply_history
 from calendar_service.domain.record_files import FileProblem
@@ -39,6 +39,7 @@ CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files ch
 CACHE_REFRESH_HEADS = 100
 CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
+SKIPS_LOGGED = 20        # files skipped with errors logged one by one per new head; the rest counted
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 WRITTEN_SNAPSHOTS = GROUP_LIMIT + 1   # snapshots of commits written here, not yet on the branch
 
@@ -75,6 +76,10 @@ def load_directory(root) -> Snapshot:
             if record_files.resource_of_path(path) is None:
                 files[path] = ("", None, (FileProblem(path, 1, "not read by the service (wrong folder or extension)",
                                                   "warning"),))
+                continue
+            size = file.stat().st_size
+            if size > file_limits.LIMITS.file_bytes:   # not read: it could be any size
+                files[path] = ("", None, (record_files.size_problem(path, size),))
                 continue
             raw = file.read_bytes()
             record, problems = record_files.parse(path, raw)
@@ -225,23 +230,31 @@ class Catalog:
                     log.warning("ignoring the records cache's entry of %s (%s)", path, exc)
                     continue
                 hits.add(path)
-        contents = self.store.read_blobs(sha for path, sha in changed.items() if sha and path not in hits)
+        to_read: dict = {}
         for path, blob in changed.items():
             if blob is None:
                 files.pop(path, None)
-                continue
-            if path in hits or record_files.resource_of_path(path) is None:
-                continue
-            raw = contents.get(blob)
-            record, problems = record_files.parse(path, raw) if raw is not None else (None, [FileProblem(path, 1, "unreadable")])
-            if record is not None:
-                record.blob = blob
-            elif raw is not None and record_files.claimed_id(raw) is not None:
-                claims[path] = record_files.claimed_id(raw)
-            for problem in problems:
-                if problem.severity == "error":
-                    log.warning("skipping %s", problem)
-            files[path] = (blob, record, tuple(problems))
+            elif path not in hits and record_files.resource_of_path(path) is not None:
+                to_read.setdefault(blob, []).append(path)
+        limit = file_limits.LIMITS.file_bytes
+        skipped = 0
+        for sizes, contents in self.store.read_files(to_read, limit):
+            for blob in sizes:
+                raw = contents.get(blob)
+                for path in to_read[blob]:
+                    if sizes[blob] > limit:   # never read: it could be any size
+                        record, problems = None, [record_files.size_problem(path, sizes[blob])]
+                    elif raw is None:
+                        record, problems = None, [FileProblem(path, 1, "unreadable")]
+                    else:
+                        record, problems = record_files.parse(path, raw)
+                    skipped += self._enter(files, claims, path, blob, raw, record, problems, skipped)
+        for blob, paths in to_read.items():   # blobs git does not have (none in a sound repository)
+            for path in paths:
+                if path not in files or files[path][0] != blob:
+                    files[path] = (blob, None, (FileProblem(path, 1, "unreadable"),))
+        if skipped > SKIPS_LOGGED:
+            log.warning("skipping %d more files with errors (see /status)", skipped - SKIPS_LOGGED)
         file_dates = self._file_dates(previous, head, changed)
         for path, blob in changed.items():
             entry = files.get(path) if blob is not None else None
@@ -262,6 +275,20 @@ class Catalog:
         snapshot = Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
         snapshot.file_dates = file_dates
         return snapshot
+
+    @staticmethod
+    def _enter(files, claims, path, blob, raw, record, problems, skipped: int) -> int:
+        """Enter one read file in ``files`` (and the id an unreadable one writes in ``claims``);
+        1 when it is skipped (an error), its first problems logged."""
+        if record is not None:
+            record.blob = blob
+        elif raw is not None and record_files.claimed_id(raw) is not None:
+            claims[path] = record_files.claimed_id(raw)
+        errors = [problem for problem in problems if problem.severity == "error"]
+        if errors and skipped < SKIPS_LOGGED:
+            log.warning("skipping %s", errors[0])
+        files[path] = (blob, record, tuple(problems))
+        return 1 if errors else 0
 
     def _advance_from_cache(self, restored: Snapshot, head: str) -> Snapshot:
         """The snapshot of ``head`` derived from the cache's (the files changed since read); the

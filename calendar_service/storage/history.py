@@ -29,6 +29,10 @@ COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reade
 # "what changed from the previous head" after a write needs no git process
 RECENT_COMMITS = 32
 RECENT_BLOB_BYTES = 4 << 20   # contents kept of those commits' new blobs, at most
+# content files are read in batches of at most this many bytes or files: a push of many files (or
+# of big ones) never holds all of them in memory at once
+READ_BATCH_BYTES = 32 << 20
+READ_BATCH_FILES = 2000
 
 
 class CommitLog:
@@ -112,6 +116,38 @@ class CommitLog:
             return found
         out = self._run("cat-file", "--batch", input=("\n".join(shas) + "\n").encode())
         return {**found, **readers.cat_file_batch(out, shas)}
+
+    def blob_sizes(self, shas) -> dict[str, int]:
+        """Sizes of many blobs in one ``git cat-file --batch-check`` run (nothing read): sha -> bytes
+        (missing ones left out)."""
+        shas = list(dict.fromkeys(shas))
+        with self._recent_lock:
+            found = {sha: len(self._recent_blobs[sha]) for sha in shas if sha in self._recent_blobs}
+        shas = [sha for sha in shas if sha not in found]
+        if shas:
+            out = self._run("cat-file", "--batch-check", input=("\n".join(shas) + "\n").encode())
+            found.update(readers.cat_file_batch_check(out))
+        return found
+
+    def read_files(self, shas, max_bytes: int, batch_bytes: int = READ_BATCH_BYTES):
+        """The contents of content files' blobs, never one over ``max_bytes`` (sizes are checked
+        first, nothing read) and never more than about ``batch_bytes`` held at once: yields
+        ``(sizes, contents)`` per batch, sizes of every blob of the batch (sha -> bytes), contents
+        of those at most ``max_bytes`` long (sha -> bytes); missing blobs are in neither."""
+        shas = list(dict.fromkeys(shas))
+        sizes = self.blob_sizes(shas)
+        batch: list[str] = []
+        held = 0
+        for sha in shas + [None]:
+            size = sizes.get(sha, 0) if sha is not None else 0
+            size = size if size <= max_bytes else 0   # never read: it costs nothing
+            if batch and (sha is None or held + size > batch_bytes or len(batch) >= READ_BATCH_FILES):
+                readable = [s for s in batch if sizes.get(s, 0) <= max_bytes]
+                yield {s: sizes[s] for s in batch if s in sizes}, self.read_blobs(readable) if readable else {}
+                batch, held = [], 0
+            if sha is not None:
+                batch.append(sha)
+                held += size
 
     def read_object(self, sha: str) -> bytes | None:
         """The content of one object, read in process (no process per call); None when it does not exist.

@@ -96,3 +96,14 @@ def cat_file_batch(out: bytes, shas: list[str]) -> dict[str, bytes]:
         blobs[sha] = out[pos:pos + size]
         pos += size + 1  # the content is followed by a newline
     return blobs
+
+
+def cat_file_batch_check(out: bytes) -> dict[str, int]:
+    """sha -> size of the blobs of ``git cat-file --batch-check`` output (``sha kind size`` lines;
+    other objects and missing ones left out)."""
+    found = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            found[parts[0].decode("ascii")] = int(parts[2])
+    return found

@@ -25,7 +25,7 @@ from importlib import metadata
 from operator import itemgetter
 from pathlib import Path
 
-from calendar_service.domain import record_files
+from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.record import Record, fill_history
 from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.resources import EVENTS, RESOURCES
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 5
+FORMAT = 6
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -53,11 +53,21 @@ def _installed(name: str) -> str:
 
 
 @functools.cache
-def cache_version() -> str:
-    """The version a cache must carry to be read: ``FORMAT``, the Python version (the pickles'
-    reader) and the installed version of each of ``SHAPING_LIBRARIES``."""
+def _code_version() -> str:
     libraries = ";".join(f"{name}={_installed(name)}" for name in SHAPING_LIBRARIES)
     return f"records-{FORMAT};python={sys.version_info[0]}.{sys.version_info[1]};{libraries}"
+
+
+def cache_version() -> str:
+    """The version a cache must carry to be read: ``FORMAT``, the Python version (the pickles'
+    reader), the installed version of each of ``SHAPING_LIBRARIES`` and the limits files are
+    read with (a file over a limit raised or lowered since reads differently)."""
+    limits = file_limits.LIMITS
+    return (f"{_code_version()};limits={limits.file_bytes},{limits.nesting},{limits.keys},{limits.items},"
+            f"{limits.string_length}")
+
+
+cache_version.cache_clear = _code_version.cache_clear   # the installed libraries read again
 
 
 class _CacheUnpickler(pickle.Unpickler):

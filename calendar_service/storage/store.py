@@ -173,6 +173,10 @@ class GitStore:
         """Contents of many blobs in one ``git cat-file --batch`` run: sha -> bytes."""
         return self._history.read_blobs(shas)
 
+    def read_files(self, shas, max_bytes: int):
+        """Blobs in bounded batches, none over ``max_bytes`` read (``CommitLog.read_files``)."""
+        return self._history.read_files(shas, max_bytes)
+
     def read_object(self, sha: str) -> bytes | None:
         """The content of one blob, read in process; None when it does not exist."""
         return self._history.read_object(sha)
