@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
+from calendar_service.domain.recurrence.limits import LAST_INSTANT
 from calendar_service.domain.recurrence.lines import (
     LINE, Rule, date_form, date_line, line_kind, local_naive, naive, read_dates, show)
 from calendar_service.domain.recurrence.series import (
@@ -184,6 +185,9 @@ def _shifted_bounds(series: Series, original: datetime, changes: Mapping) -> tup
 
 
 def _shift_until(series: Series, until, shift: timedelta) -> str:
+    if (until if isinstance(until, datetime) else datetime.combine(until, datetime.min.time(), UTC)) \
+            >= LAST_INSTANT.replace(tzinfo=UTC):
+        return dict(series.rule.parts)["UNTIL"]   # beyond every occurrence: kept as written
     if isinstance(until, datetime):
         local = local_naive(until, series.tz) + shift
         return local.replace(tzinfo=series.tz).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
