@@ -28,6 +28,7 @@ from pathlib import Path
 from calendar_service.domain import record_files
 from calendar_service.domain.record import Record, fill_history
 from calendar_service.domain.record_files import FileProblem
+from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.store import GitStore
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 5
+FORMAT = 6
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -55,9 +56,12 @@ def _installed(name: str) -> str:
 @functools.cache
 def cache_version() -> str:
     """The version a cache must carry to be read: ``FORMAT``, the Python version (the pickles'
-    reader) and the installed version of each of ``SHAPING_LIBRARIES``."""
+    reader), the installed version of each of ``SHAPING_LIBRARIES`` and the recurrence limits
+    (set before the first call, from the settings)."""
     libraries = ";".join(f"{name}={_installed(name)}" for name in SHAPING_LIBRARIES)
-    return f"records-{FORMAT};python={sys.version_info[0]}.{sys.version_info[1]};{libraries}"
+    # the recurrence limits decide whether a series file is served: other limits, other verdicts
+    shaping = f"max_occurrences={recurrence_limits.max_occurrences()};horizon={recurrence_limits.horizon_months()}"
+    return f"records-{FORMAT};python={sys.version_info[0]}.{sys.version_info[1]};{libraries};{shaping}"
 
 
 class _CacheUnpickler(pickle.Unpickler):
