@@ -27,7 +27,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, set_cached
 
 PINNED_FORMAT = 6
-PINNED_DIGEST = "3700baa5be21b75f6d86fa731a8f319796e68dcd819cff6471d0622b0dadf4cb"
+PINNED_DIGEST = "049a62858135207d979bf6a82cc9d2eaa37d7de75312083a131b1493492d3f07"
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -102,6 +102,13 @@ def test_exception_times_far_outside_any_occurrence_are_refused(changes):
         parse(["RRULE:FREQ=DAILY"], tz=ZoneInfo("America/New_York"), exceptions={"2026-09-02 19:00:00": changes})
 
 
+@pytest.mark.parametrize("apply", [rec.apply_following, rec.apply_all, rec.apply_this])
+def test_a_scoped_edit_to_a_far_time_is_refused_naming_the_field(apply):
+    series = parse(["RRULE:FREQ=DAILY"])
+    with pytest.raises(ValueError, match="start_date must be a local time YYYY-MM-DD HH:MM:SS from 1900 to 2200"):
+        apply(series, datetime(2026, 9, 5, 19), {"start_date": "2500-01-01 10:00:00"})
+
+
 def test_a_repeat_phrase_until_year_9999_is_a_value_error():
     with pytest.raises(ValueError):
         rec.parse_repeat_phrase("every day until 9999-12-31", datetime(2026, 9, 1, 19), ZoneInfo("America/New_York"))

@@ -74,7 +74,7 @@ _bounded_walk = types.FunctionType(du.rrule._iter.__code__, {**vars(du), "_iteri
                                    "_bounded_walk", du.rrule._iter.__defaults__, du.rrule._iter.__closure__)
 # instances kept per series for walks from its start (a valid series has at most the occurrence
 # limit of them in a horizon; a longer walk is not kept)
-MEMO_LIMIT = 50_000
+MEMO_LIMIT = 20_000
 
 
 class Engine:

@@ -160,7 +160,7 @@ def _check_changes(series: Series, changes: Mapping, whole: bool = False) -> dic
         if name in ("start_date", "end_date") and value is not None:
             text = override_time(value, name, series.all_day)
             if text is None:
-                raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS")
+                raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS from 1900 to 2200")
             value = text
         out[name] = value
     return out
@@ -168,14 +168,18 @@ def _check_changes(series: Series, changes: Mapping, whole: bool = False) -> dic
 
 def _shifted_bounds(series: Series, original: datetime, changes: Mapping) -> tuple[datetime, datetime, timedelta]:
     """The new start and end of the occurrence at ``original`` and the wall-clock shift of its start."""
+    def read(name: str) -> datetime:
+        text = override_time(changes[name], name, series.all_day)
+        if text is None:
+            raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS from 1900 to 2200")
+        return dates.read_local(text, UTC).replace(tzinfo=None)
+
     start = original
     if changes.get("start_date") is not None:
-        start = dates.read_local(override_time(changes["start_date"], "start_date", series.all_day),
-                                 UTC).replace(tzinfo=None)
+        start = read("start_date")
     end = start + series.duration
     if changes.get("end_date") is not None:
-        end = dates.read_local(override_time(changes["end_date"], "end_date", series.all_day),
-                               UTC).replace(tzinfo=None)
+        end = read("end_date")
     if end < start:
         raise ValueError("the end is before the start")
     shift = start - original
