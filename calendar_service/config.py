@@ -237,6 +237,12 @@ class Settings:
         24, "CALENDAR_RECURRENCE_HORIZON", int,
         "months ahead (1 to 120) that open-ended recurring events are expanded to, as the original's Pro "
         "setting; the horizon moves each midnight UTC, the files never change")
+    max_occurrences: int = setting(
+        10_000, "CALENDAR_MAX_OCCURRENCES", int,
+        "occurrences a recurring event may have within `CALENDAR_RECURRENCE_HORIZON` months from its start, "
+        "counted as its rule produces them (an `HOURLY` rule with 60 `BYMINUTE` values is one a minute); a "
+        "series over it is refused: 400 naming `recurrence` through the API, `path:line` at its `RRULE` line "
+        "in a pushed file (which is then not served)")
 
     @classmethod
     def from_env(cls, environ: dict | None = None, **overrides) -> "Settings":
@@ -307,6 +313,8 @@ class Settings:
                 raise ValueError(f"{name} must be a positive whole number")
         if self.max_nesting < 4:
             raise ValueError("CALENDAR_MAX_NESTING must be 4 or more (records nest that deep)")
+        if isinstance(self.max_occurrences, bool) or not 1 <= int(self.max_occurrences) <= 1_000_000:
+            raise ValueError("CALENDAR_MAX_OCCURRENCES must be a number from 1 to 1000000")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
         allow = self.webhook_allow_private

@@ -104,7 +104,6 @@ def test_the_first_occurrence_must_match_the_rule():
 
 
 @pytest.mark.parametrize("key, changes, message", [
-    ("2026-09-02 19:00:00", {"title": "x"}, "not an occurrence of the series"),
     ("2026-09-08 19:00", {"title": "x"}, "the key must be an occurrence's original start"),
     ("2026-09-08 19:00:00", {"cancelled": True}, "add an EXDATE line"),
     ("2026-09-08 19:00:00", {"timezone": "UTC"}, "timezone belongs to the whole series"),
@@ -112,11 +111,22 @@ def test_the_first_occurrence_must_match_the_rule():
     ("2026-09-08 19:00:00", {"start_date": "tomorrow"}, "start_date must be a local time"),
     ("2026-09-08 19:00:00", {"start_date": "2026-09-08 20:00:00", "end_date": "2026-09-08 19:30:00"},
      "end_date is before start_date"),
-    ("2026-09-15 19:00:00", {"title": "x"}, "removed by an EXDATE"),
 ])
 def test_exception_problems_name_their_key(key, changes, message):
     found = problems(["RRULE:FREQ=WEEKLY", "EXDATE;TZID=Europe/Berlin:20260915T190000"], exceptions={key: changes})
     assert any(f == "exceptions" and i == key and message in m for f, i, m in found), found
+
+
+@pytest.mark.parametrize("key, message", [
+    ("2026-09-02 19:00:00", "not an occurrence of the series (any more): the exception is ignored"),
+    ("2026-09-15 19:00:00", "removed by an EXDATE (any more): the exception is ignored"),
+])
+def test_an_exception_of_no_occurrence_is_a_warning_and_ignored(key, message):
+    s = series(["RRULE:FREQ=WEEKLY", "EXDATE;TZID=Europe/Berlin:20260915T190000"],
+               exceptions={key: {"title": "x"}, "2026-09-08 19:00:00": {"title": "kept"}})
+    assert list(s.exceptions) == [datetime(2026, 9, 8, 19)]
+    assert [(p.field, p.index, p.severity) for p in s.warnings] == [("exceptions", key, "warning")]
+    assert message in s.warnings[0].message
 
 
 def test_yaml_dates_as_exception_keys_are_read():

@@ -73,21 +73,30 @@ def test_a_bare_date_names_the_one_occurrence_of_that_day():
 
 
 @pytest.mark.parametrize("lines, key, message", [
-    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10"], "2030-09-11",
-     "no occurrence of the series starts on 2030-09-11 (a date names the one occurrence starting that day)"),
-    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10"], "2030-12-31", "no occurrence of the series starts on 2030-12-31"),
-    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10", "EXDATE;TZID=Europe/Berlin:20300910T190000"], "2030-09-10",
-     "this occurrence is removed by an EXDATE"),
     (["RRULE:FREQ=DAILY;BYHOUR=9,19;COUNT=10"], "2030-09-04",
      "2 occurrences start on 2030-09-04 (09:00, 19:00): name one by its start, such as '2030-09-04 09:00:00'"),
     (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10", "RDATE;TZID=Europe/Berlin:20300910T080000"], "2030-09-10",
      "2 occurrences start on 2030-09-10 (08:00, 19:00)"),
 ])
-def test_a_bare_date_naming_no_or_several_occurrences_is_a_problem(lines, key, message):
+def test_a_bare_date_naming_several_occurrences_is_a_problem(lines, key, message):
     with pytest.raises(rec.RecurrenceError) as err:
         parse(lines, {key: {"title": "x"}})
     assert [(p.field, p.index) for p in err.value.problems] == [("exceptions", key)]
     assert err.value.problems[0].message.startswith(message)
+
+
+@pytest.mark.parametrize("lines, key, message", [
+    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10"], "2030-09-11",
+     "no occurrence of the series starts on 2030-09-11 (a date names the one occurrence starting that day)"),
+    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10"], "2030-12-31", "no occurrence of the series starts on 2030-12-31"),
+    (["RRULE:FREQ=WEEKLY;BYDAY=TU;COUNT=10", "EXDATE;TZID=Europe/Berlin:20300910T190000"], "2030-09-10",
+     "this occurrence is removed by an EXDATE"),
+])
+def test_a_bare_date_naming_no_occurrence_is_a_warning_and_ignored(lines, key, message):
+    s = parse(lines, {key: {"title": "x"}})
+    assert s.exceptions == {}
+    assert [(p.field, p.index, p.severity) for p in s.warnings] == [("exceptions", key, "warning")]
+    assert s.warnings[0].message.startswith(message) and "the exception is ignored" in s.warnings[0].message
 
 
 def test_a_bare_date_and_a_full_key_of_the_same_occurrence_are_listed_twice():
@@ -126,8 +135,8 @@ def test_validate_reports_a_bare_date_that_names_no_or_several_occurrences_at_it
     bad = root / "events" / "bad.md"
     assert f"{bad}:12: 'exceptions' '2030-09-05': 2 occurrences start on 2030-09-05 (09:00, 19:00): name one " \
            "by its start, such as '2030-09-05 09:00:00'" in out
-    assert f"{bad}:14: 'exceptions' '2030-09-30': no occurrence of the series starts on 2030-09-30 (a date " \
-           "names the one occurrence starting that day)" in out
+    assert f"{bad}:14: warning: 'exceptions' '2030-09-30': no occurrence of the series starts on 2030-09-30 " \
+           "(a date names the one occurrence starting that day); the exception is ignored" in out
     assert not any("good.md" in line or "market.md" in line for line in out)
     assert len([line for line in out if "bad.md" in line]) == 2
 

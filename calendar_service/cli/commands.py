@@ -16,6 +16,7 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
 from calendar_service.config import Settings, configuration_page, effective_settings
+from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain import record_files
 from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
@@ -210,6 +212,9 @@ def cmd_validate(options) -> int:
     if not root.is_dir():
         print(f"error: no content directory at {root}", file=sys.stderr)
         return FAILED
+    with contextlib.suppress(ValueError):   # the limits the service would apply (its defaults else)
+        settings = Settings.from_env()
+        recurrence_limits.configure(settings.max_occurrences, settings.recurrence_horizon)
     snapshot = load_directory(root)
     texts: dict[str, str] = {}
 

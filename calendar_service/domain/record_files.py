@@ -375,8 +375,8 @@ def _parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
                                     f"folder says: new files of that month go to {wanted}/", "warning"))
         if not any(p.severity == "error" for p in problems):
             split = _split_front_matter(text)
-            problems += [FileProblem(path, line, message) for line, message in series_file.problems(
-                data, text, lambda key: at(key), split[0] if split else "", split[2] if split else 0)]
+            problems += [FileProblem(path, line, message, severity) for line, message, severity in
+                         series_file.problems(data, text, at, split[0] if split else "", split[2] if split else 0)]
             exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), dict) else {}
             for key, changes in exceptions.items():
                 if isinstance(changes, dict):  # an exception's fields have the types of the event's

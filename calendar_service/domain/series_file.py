@@ -16,15 +16,18 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
 
-def problems(data: dict, text: str, line_of, front_matter: str, lead: int) -> list[tuple[int, str]]:
-    """(line, message) for each problem of an event's series (none for a single event).
+def problems(data: dict, text: str, line_of, front_matter: str, lead: int) -> list[tuple[int, str, str]]:
+    """(line, message, severity) for each problem of an event's series (none for a single event):
+    "error" makes the file unservable, "warning" (an exception whose occurrence the series does
+    not have) is served without that exception.
 
     ``line_of(key)`` is the line of a top-level key; ``front_matter`` the file's YAML and ``lead``
     the lines before it. The zone is the file's (UTC when it names none: the loader knows no
     site zone). Messages quote the field (``'recurrence' item 2: ...``)."""
     if data.get("recurrence") in (None, [], ""):
         if data.get("exceptions"):
-            return [(line_of("exceptions"), "'exceptions' needs 'recurrence': only a recurring event has exceptions")]
+            return [(line_of("exceptions"), "'exceptions' needs 'recurrence': only a recurring event has exceptions",
+                     "error")]
         return []
     tz = dates.zone(data.get("timezone"), timezone.utc)
     found = recurrence_problems(data["recurrence"], data.get("exceptions"), data.get("start_date"),
@@ -47,7 +50,7 @@ def problems(data: dict, text: str, line_of, front_matter: str, lead: int) -> li
                     if _same_key(key_node.value, problem.index):
                         line = key_node.start_mark.line + 1 + lead
                         break
-        out.append((line, f"'{problem.field}'{where}: {problem.message}"))
+        out.append((line, f"'{problem.field}'{where}: {problem.message}", problem.severity))
     return out
 
 

@@ -15,6 +15,7 @@ from calendar_service.auth.accounts import Accounts
 from calendar_service.auth.limits import Limits
 from calendar_service.config import Settings
 from calendar_service.domain import file_limits
+from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import sample
 from calendar_service.service.calendar import CalendarService
@@ -46,6 +47,8 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
                      remote_timeout=settings.remote_timeout)
     if not create and not store.exists():
         raise NoRepository(f"no content repository at {settings.content_dir}")
+    recurrence_limits.configure(getattr(settings, "max_occurrences", None),
+                                getattr(settings, "recurrence_horizon", None))
     try:
         open_repository(store, settings)
         accounts = Accounts(settings.users_file, Limits.from_settings(settings))

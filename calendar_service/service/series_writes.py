@@ -67,8 +67,9 @@ def check_series(data: dict, site_tz) -> None:
     if not data.get("recurrence"):
         return
     tz = dates.zone(data.get("timezone"), site_tz)
-    found = recurrence_problems(data["recurrence"], data.get("exceptions"), data.get("start_date"),
-                                data.get("end_date"), tz, bool(data.get("all_day")))
+    found = [p for p in recurrence_problems(data["recurrence"], data.get("exceptions"), data.get("start_date"),
+                                            data.get("end_date"), tz, bool(data.get("all_day")))
+             if p.severity == "error"]   # an exception naming no occurrence is ignored (a warning)
     if found:
         raise errors.invalid_param("exceptions" if all(p.field == "exceptions" for p in found) else "recurrence",
                                    "; ".join(str(p) for p in found) + ".")

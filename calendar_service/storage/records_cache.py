@@ -28,6 +28,7 @@ from pathlib import Path
 from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.record import Record, fill_history
 from calendar_service.domain.record_files import FileProblem
+from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.storage.store import GitStore
@@ -61,10 +62,12 @@ def _code_version() -> str:
 def cache_version() -> str:
     """The version a cache must carry to be read: ``FORMAT``, the Python version (the pickles'
     reader), the installed version of each of ``SHAPING_LIBRARIES`` and the limits files are
-    read with (a file over a limit raised or lowered since reads differently)."""
+    read with (a file over a limit raised or lowered since reads differently; the recurrence
+    limits decide whether a series file is served)."""
     limits = file_limits.LIMITS
     return (f"{_code_version()};limits={limits.file_bytes},{limits.nesting},{limits.keys},{limits.items},"
-            f"{limits.string_length}")
+            f"{limits.string_length};max_occurrences={recurrence_limits.max_occurrences()};"
+            f"horizon={recurrence_limits.horizon_months()}")
 
 
 cache_version.cache_clear = _code_version.cache_clear   # the installed libraries read again

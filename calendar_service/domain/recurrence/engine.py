@@ -1,6 +1,8 @@
 """A series' RRULE instances as naive local wall-clock times."""
 from __future__ import annotations
 
+import copy
+import types
 from bisect import bisect_left, bisect_right
 from datetime import date, datetime, time, timedelta
 from functools import cached_property
@@ -9,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from dateutil import rrule as du
 
+from calendar_service.domain.recurrence import limits
+from calendar_service.domain.recurrence.limits import LAST_INSTANT, RuleTooCostly
 from calendar_service.domain.recurrence.lines import local_naive
 
 if TYPE_CHECKING:
@@ -17,6 +21,60 @@ if TYPE_CHECKING:
 
 _DU_FREQ = {"YEARLY": du.YEARLY, "MONTHLY": du.MONTHLY, "WEEKLY": du.WEEKLY, "DAILY": du.DAILY,
             "HOURLY": du.HOURLY}
+
+
+class _PastLimit(Exception):
+    """A bounded walk reached the first period after its limit."""
+
+
+class _BoundedInfo(du._iterinfo):
+    """dateutil's per-walk calendar state, counting the periods a walk visits: past the walk's
+    limit it ends the walk, past its budget it raises RuleTooCostly. dateutil itself only stops
+    when a produced instance passes UNTIL (or at year 9999), so a rule that produces nothing
+    would otherwise walk to year 9999."""
+
+    def __init__(self, rr):
+        super().__init__(rr)
+        self.steps = 0
+
+    def _visit(self, year, month, day):
+        self.steps += 1
+        if self.steps > self.rrule._budget:
+            raise RuleTooCostly("the rule produces too rarely to be evaluated (more than "
+                                f"{limits.STEP_BUDGET:,} periods without reaching the end asked for)")
+        stop, freq = self.rrule._stop, self.rrule._freq
+        if freq == du.YEARLY:
+            past = year > stop.year
+        elif freq == du.MONTHLY:
+            past = (year, month) > (stop.year, stop.month)
+        else:
+            past = date(year, month, day) > stop
+        if past:
+            raise _PastLimit
+
+    def ydayset(self, year, month, day):
+        self._visit(year, month, day)
+        return super().ydayset(year, month, day)
+
+    def mdayset(self, year, month, day):
+        self._visit(year, month, day)
+        return super().mdayset(year, month, day)
+
+    def wdayset(self, year, month, day):
+        self._visit(year, month, day)
+        return super().wdayset(year, month, day)
+
+    def ddayset(self, year, month, day):
+        self._visit(year, month, day)
+        return super().ddayset(year, month, day)
+
+
+# dateutil's own walk with the calendar state above: the same code, its one global name replaced
+_bounded_walk = types.FunctionType(du.rrule._iter.__code__, {**vars(du), "_iterinfo": _BoundedInfo},
+                                   "_bounded_walk", du.rrule._iter.__defaults__, du.rrule._iter.__closure__)
+# instances kept per series for walks from its start (a valid series has at most the occurrence
+# limit of them in a horizon; a longer walk is not kept)
+MEMO_LIMIT = 20_000
 
 
 class Engine:
@@ -34,11 +92,17 @@ class Engine:
             return
         self.start = series.start
         self.until_local = None
+        self._memo: tuple[datetime, list[datetime]] | None = None
+        self._too_far: tuple[datetime, str] | None = None     # a limit the budget did not reach
+        # an UNTIL past the last instant an occurrence can start is no end at all (no date beyond
+        # it is ever computed: year 9999 stays safe)
         if isinstance(rule.until, datetime):
             self.until_utc = rule.until.replace(tzinfo=None)
-            self.until_local = local_naive(rule.until, series.tz) + timedelta(days=1)
+            if self.until_utc < LAST_INSTANT:
+                self.until_local = local_naive(rule.until, series.tz) + timedelta(days=1)
         elif isinstance(rule.until, date):
-            self.until_local = datetime.combine(rule.until, time(23, 59, 59))
+            if rule.until < LAST_INSTANT.date():
+                self.until_local = datetime.combine(rule.until, time(23, 59, 59))
         simple_parts = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "BYDAY", "WKST"}
         self.simple = (rule.freq in ("DAILY", "WEEKLY") and all(k in simple_parts for k, _ in rule.parts)
                        and not any(n for n, _ in rule.byday))
@@ -62,7 +126,46 @@ class Engine:
             bymonthday=rule.bymonthday or None, byyearday=rule.byyearday or None,
             byweekno=rule.byweekno or None,
             byweekday=[du.weekday(d, n or None) for n, d in rule.byday] or None,
-            byhour=rule.byhour or None, byminute=rule.byminute or None, cache=True)
+            byhour=rule.byhour or None, byminute=rule.byminute or None)
+
+    def _walk(self, limit: datetime, most: int | None = None) -> list[datetime]:
+        """The rule's instances from its start to ``limit`` (inclusive; at most ``most`` of them),
+        within the step budget (RuleTooCostly beyond it). Complete walks are kept
+        (``MEMO_LIMIT``), so a series listed again is not walked again."""
+        memo = self._memo
+        if memo is not None and memo[0] >= limit:
+            found = memo[1]
+            return found[:bisect_right(found, limit)][:most]
+        if self._too_far is not None and limit >= self._too_far[0]:
+            raise RuleTooCostly(self._too_far[1])   # known already: not walked again
+        walk = copy.copy(self._rrule)
+        walk._stop, walk._budget = limit.date(), limits.STEP_BUDGET
+        found = []
+        try:
+            for local in _bounded_walk(walk):
+                if local > limit:
+                    break
+                found.append(local)
+                if most is not None and len(found) >= most:
+                    return found
+        except _PastLimit:
+            pass
+        except RuleTooCostly as exc:
+            self._too_far = (limit, str(exc))
+            raise
+        if len(found) <= MEMO_LIMIT and (memo is None or memo[0] < limit):
+            self._memo = (limit, found)
+        return found[:]
+
+    def count_upto(self, limit: datetime, most: int) -> int:
+        """How many instances start from the rule's start to ``limit`` (local), counting no
+        further than ``most``."""
+        if self.rule is None:
+            return 0
+        if not self.simple:
+            return len(self._walk(min(limit, LAST_INSTANT if self.until_local is None else
+                                      min(self.until_local, LAST_INSTANT)), most))
+        return min(len(self.rule_instances(None, limit)), most)
 
     def _within_until(self, local: datetime) -> bool:
         until = self.rule.until
@@ -82,19 +185,19 @@ class Engine:
             limit = self.until_local
         if limit is None and self.rule.count is None:
             raise ValueError("an open-ended rule needs an upper bound")
+        if limit is None or limit > LAST_INSTANT:
+            limit = LAST_INSTANT    # no occurrence starts later (ids)
+        if lo is not None and lo > limit:
+            return []
         found = self._simple(lo, limit) if self.simple else self._general(lo, limit)
         if self.rule.until is not None and found and not self._within_until(found[-1]):
             found = [d for d in found if self._within_until(d)]    # only near UNTIL
         return found
 
     def _general(self, lo, limit) -> list[datetime]:
-        source = self._rrule if (self.rule.count is not None or lo is None) else self._rrule.xafter(lo, inc=True)
-        found = []
-        for local in source:
-            if limit is not None and local > limit:
-                break
-            if lo is None or local >= lo:
-                found.append(local)
+        found = self._walk(limit)
+        if lo is not None and found and found[0] < lo:
+            found = found[bisect_left(found, lo):]
         return found
 
     def _simple(self, lo: datetime | None, limit: datetime | None) -> list[datetime]:
@@ -107,6 +210,7 @@ class Engine:
             first_k, last_k = 0, (count + 2 * per_period) // per_period + 1
             if days is not None:
                 last_k = count * 7 + 1
+            last_k = min(last_k, (limit - start).days // step + 2)   # never past the limit
         else:
             first_k = max(0, ((lo - start).days - 7) // step) if lo is not None else 0
             last_k = (limit - start).days // step + 2

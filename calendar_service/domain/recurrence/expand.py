@@ -8,6 +8,7 @@ from datetime import datetime, time, timedelta, timezone
 from dateutil.relativedelta import relativedelta
 
 from calendar_service.domain import dates
+from calendar_service.domain.recurrence.limits import RuleTooCostly
 from calendar_service.domain.recurrence.lines import naive
 from calendar_service.domain.recurrence.series import Occurrence, Series
 
@@ -53,7 +54,10 @@ def occurrences(series: Series, window_start: datetime | None = None, window_end
     rule_hi = hi if horizon is None else (horizon if hi is None else min(hi, horizon))
     slack = timedelta(days=1)   # local times differ from UTC by less than a day
     gen_lo = None if lo is None else lo - slack
-    originals = series.engine.rule_instances(gen_lo, None if rule_hi is None else rule_hi + slack)
+    try:
+        originals = series.engine.rule_instances(gen_lo, None if rule_hi is None else rule_hi + slack)
+    except RuleTooCostly:   # a series checked when read never is; one read before the limits lists its dates
+        originals = []
     if horizon is not None and originals and originals[-1] - offset(originals[-1]) > horizon:
         originals = [o for o in originals if o - offset(o) <= horizon]
     if rdates:

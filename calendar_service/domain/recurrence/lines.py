@@ -35,6 +35,7 @@ class SeriesProblem:
     field: str
     index: int | str | None
     message: str
+    severity: str = "error"     # "warning": the series is served anyway (see Series.warnings)
 
     def __str__(self) -> str:
         where = self.field if self.index is None else f"{self.field}[{self.index}]"
@@ -45,7 +46,7 @@ class RecurrenceError(ValueError):
     """A series that cannot be read; ``problems`` lists every problem found (at least one)."""
 
     def __init__(self, problems: list[SeriesProblem]):
-        super().__init__("; ".join(str(p) for p in problems))
+        super().__init__("; ".join(str(p) for p in problems if p.severity == "error"))
         self.problems = problems
 
 
@@ -137,7 +138,8 @@ def read_rule(parts, index, problems: list[SeriesProblem], all_day: bool | None 
                 match = _BYDAY.match(item)
                 if not match or (match.group(2) and not 1 <= int(match.group(2)) <= 53) \
                         or (match.group(1) and not match.group(2)):
-                    bad(f"BYDAY value {item!r} is not a weekday (MO..SU, with an optional ordinal such as 2TU or -1FR)")
+                    bad(f"BYDAY value {item!r} is not a weekday{_weekday_hint(item)} (two letters: MO TU WE TH FR "
+                        "SA SU, with an optional ordinal such as 2TU or -1FR)")
                     continue
                 n = int(match.group(2) or 0) * (-1 if match.group(1) == "-" else 1)
                 days.append((n, WEEKDAYS.index(match.group(3))))
@@ -187,6 +189,14 @@ def read_rule(parts, index, problems: list[SeriesProblem], all_day: bool | None 
     if not freq or any(p.index == index and p.field == "recurrence" for p in problems):
         return None
     return Rule(parts=tuple(parts), **found)
+
+
+def _weekday_hint(item: str) -> str:
+    """``: write SU`` for a weekday written out (``SUNDAY``, ``-1FRIDAY``), else nothing."""
+    letters = item.lstrip("+-0123456789")
+    if len(letters) > 2 and letters[:2] in WEEKDAYS:
+        return f": write {item[:len(item) - len(letters)]}{letters[:2]}"
+    return ""
 
 
 def _read_until(value: str, all_day: bool | None, bad) -> date | datetime | None:
@@ -257,13 +267,17 @@ def read_dates(name, params, value, index, problems, tz: tzinfo, all_day: bool) 
             bad(f"{name} value {item!r} is not a " + ("date YYYYMMDD" if kind == "DATE" else
                                                        "date-time YYYYMMDDTHHMMSS (Z for UTC)"))
             continue
-        if match.group(7):
-            if zone is not None:
-                bad(f"{name} value {item!r} ends in Z but the line names a TZID")
-                continue
-            local = local.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None)
-        elif zone is not None and zone is not tz:
-            local = local.replace(tzinfo=zone).astimezone(tz).replace(tzinfo=None)
+        try:
+            if match.group(7):
+                if zone is not None:
+                    bad(f"{name} value {item!r} ends in Z but the line names a TZID")
+                    continue
+                local = local.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None)
+            elif zone is not None and zone is not tz:
+                local = local.replace(tzinfo=zone).astimezone(tz).replace(tzinfo=None)
+        except (OverflowError, ValueError):
+            bad(f"{name} value {item!r} is out of range in the series' time zone")
+            continue
         found.append(local)   # without TZID or Z: the series' own zone
     return found
 

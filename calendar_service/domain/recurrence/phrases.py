@@ -58,7 +58,10 @@ def parse_repeat_phrase(text: str, start: datetime | None = None, tz: tzinfo = U
             if all_day:
                 tail.append(("UNTIL", day.strftime("%Y%m%d")))
             else:
-                last = datetime.combine(day, time(23, 59, 59)).replace(tzinfo=tz).astimezone(UTC)
+                try:
+                    last = datetime.combine(day, time(23, 59, 59)).replace(tzinfo=tz).astimezone(UTC)
+                except OverflowError:
+                    fail(f"{words[-1]!r} is out of range")
                 tail.append(("UNTIL", last.strftime("%Y%m%dT%H%M%SZ")))
             words = words[:-2]
         elif words[-1] in ("times", "time") and words[-2].isdigit():
@@ -125,7 +128,7 @@ def _starting(lines: list[str], start: datetime | None, tz: tzinfo, all_day: boo
     ValueError saying why."""
     if start is None:
         return lines
-    found = recurrence_problems(lines, None, start, start, tz, all_day)
+    found = [p for p in recurrence_problems(lines, None, start, start, tz, all_day) if p.severity == "error"]
     if found:
         raise ValueError("; ".join(p.message for p in found))
     return lines

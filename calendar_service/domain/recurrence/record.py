@@ -10,6 +10,7 @@ import threading
 from collections import OrderedDict
 
 from calendar_service.domain import dates
+from calendar_service.domain.recurrence import limits
 from calendar_service.domain.recurrence.lines import RecurrenceError
 from calendar_service.domain.recurrence.series import Series, parse_recurrence
 
@@ -34,21 +35,29 @@ def series_of(record, site_tz) -> Series | None:
     data = record.data
     if not data.get("recurrence"):
         return None
-    key = (record.blob, getattr(site_tz, "key", str(site_tz))) if record.blob else None
+    key = (record.blob, getattr(site_tz, "key", str(site_tz)), limits.max_occurrences(),
+           limits.horizon_months()) if record.blob else None
     if key is not None:
         with _lock:
             found = _remembered.get(key)
             if found is not None:
                 _remembered.move_to_end(key)
+                if isinstance(found, RecurrenceError):
+                    raise RecurrenceError(found.problems)
                 return found
     tz = dates.zone(data.get("timezone"), site_tz)
-    series = parse_recurrence(data.get("recurrence"), data.get("exceptions") or {}, data.get("start_date"),
-                              data.get("end_date"), tz, bool(data.get("all_day")))
+    try:
+        series = parse_recurrence(data.get("recurrence"), data.get("exceptions") or {}, data.get("start_date"),
+                                  data.get("end_date"), tz, bool(data.get("all_day")))
+    except RecurrenceError as exc:
+        series = exc     # remembered too: an invalid series is not checked again on every request
     if key is not None:
         with _lock:
             _remembered[key] = series
             while len(_remembered) > MAX_REMEMBERED:
                 _remembered.popitem(last=False)
+    if isinstance(series, RecurrenceError):
+        raise RecurrenceError(series.problems)
     return series
 
 

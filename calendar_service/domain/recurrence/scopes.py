@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
+from calendar_service.domain.recurrence.limits import LAST_INSTANT
 from calendar_service.domain.recurrence.lines import (
     LINE, Rule, date_form, date_line, line_kind, local_naive, naive, read_dates, show)
 from calendar_service.domain.recurrence.series import (
@@ -159,7 +160,7 @@ def _check_changes(series: Series, changes: Mapping, whole: bool = False) -> dic
         if name in ("start_date", "end_date") and value is not None:
             text = override_time(value, name, series.all_day)
             if text is None:
-                raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS")
+                raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS from 1900 to 2200")
             value = text
         out[name] = value
     return out
@@ -167,14 +168,18 @@ def _check_changes(series: Series, changes: Mapping, whole: bool = False) -> dic
 
 def _shifted_bounds(series: Series, original: datetime, changes: Mapping) -> tuple[datetime, datetime, timedelta]:
     """The new start and end of the occurrence at ``original`` and the wall-clock shift of its start."""
+    def read(name: str) -> datetime:
+        text = override_time(changes[name], name, series.all_day)
+        if text is None:
+            raise ValueError(f"{name} must be a local time YYYY-MM-DD HH:MM:SS from 1900 to 2200")
+        return dates.read_local(text, UTC).replace(tzinfo=None)
+
     start = original
     if changes.get("start_date") is not None:
-        start = dates.read_local(override_time(changes["start_date"], "start_date", series.all_day),
-                                 UTC).replace(tzinfo=None)
+        start = read("start_date")
     end = start + series.duration
     if changes.get("end_date") is not None:
-        end = dates.read_local(override_time(changes["end_date"], "end_date", series.all_day),
-                               UTC).replace(tzinfo=None)
+        end = read("end_date")
     if end < start:
         raise ValueError("the end is before the start")
     shift = start - original
@@ -184,6 +189,9 @@ def _shifted_bounds(series: Series, original: datetime, changes: Mapping) -> tup
 
 
 def _shift_until(series: Series, until, shift: timedelta) -> str:
+    if (until if isinstance(until, datetime) else datetime.combine(until, datetime.min.time(), UTC)) \
+            >= LAST_INSTANT.replace(tzinfo=UTC):
+        return dict(series.rule.parts)["UNTIL"]   # beyond every occurrence: kept as written
     if isinstance(until, datetime):
         local = local_naive(until, series.tz) + shift
         return local.replace(tzinfo=series.tz).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -9,9 +9,13 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from functools import cached_property
 from typing import NamedTuple
 
+from dateutil.relativedelta import relativedelta
+
 from calendar_service.domain import dates
+from calendar_service.domain.recurrence import limits
 from calendar_service.domain.recurrence.engine import Engine
 from calendar_service.domain.recurrence.ids import LAST_ORIGINAL_START
+from calendar_service.domain.recurrence.limits import EARLIEST_TIME, LATEST_TIME, RuleTooCostly
 from calendar_service.domain.recurrence.lines import (
     EPOCH, LINE, SeriesProblem, RecurrenceError, Rule, naive, read_dates, read_rule, show, split_parts)
 from calendar_service.domain.resources import EVENTS
@@ -23,6 +27,8 @@ SERIES_ONLY = frozenset({"id", "slug", "status", "author", "date_utc", "modified
                          "post_parent", "password", "recurrence", "exceptions"})
 OVERRIDABLE = frozenset(k for k in (*EVENTS.file_keys, EVENTS.body_key) if k and k not in SERIES_ONLY)
 KEY_DAY = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+# said of an exception whose occurrence the series does not have: the series is served without it
+IGNORED = " (any more): the exception is ignored; change its key or remove it"
 
 
 class Occurrence(NamedTuple):
@@ -68,6 +74,9 @@ class Series:
     rdates: tuple[datetime, ...]
     exceptions: dict[datetime, dict]
     lines: tuple[str, ...]
+    # what is wrong but served anyway (SeriesProblem with severity "warning"): exceptions of
+    # occurrences the series does not have (any more), which are ignored
+    warnings: tuple = ()
 
     @property
     def end(self) -> datetime:
@@ -84,7 +93,10 @@ class Series:
         original_start = naive(original_start)
         if original_start in self.exdates:
             return False
-        return original_start in self.rdates or self.engine.is_rule_instance(original_start)
+        try:
+            return original_start in self.rdates or self.engine.is_rule_instance(original_start)
+        except RuleTooCostly:   # too far from the start to be walked to: addressed as no occurrence
+            return False
 
 
 def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> Series:
@@ -93,7 +105,12 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
     or naive datetimes) in ``tz`` (a tzinfo, see ``dates.zone``).
 
     Raises RecurrenceError naming every problem: its ``problems`` carry the index in ``lines`` or
-    the exception key, so a caller can point at the file line.
+    the exception key, so a caller can point at the file line. An exception naming no occurrence
+    of the series is no error: it is ignored and listed in the series' ``warnings`` (an editor who
+    moved a series to other days keeps it served; ``validate`` names the exception).
+    A series whose rule produces more than ``limits.max_occurrences()`` occurrences within the
+    horizon's months from its start, or that cannot be evaluated within ``limits.STEP_BUDGET``
+    periods, is refused (a problem on the RRULE line).
     """
     problems: list[SeriesProblem] = []
     first, last = _read_bound(start, "start_date", problems), _read_bound(end, "end_date", problems)
@@ -108,11 +125,14 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
         if not EPOCH <= first <= LAST_ORIGINAL_START:
             problems.append(SeriesProblem("start_date", None, "a recurring event starts between 1970 and 2097 "
                                                         "(occurrence ids count minutes since 1970)"))
+    if last is not None and not EARLIEST_TIME <= last <= LATEST_TIME:
+        problems.append(SeriesProblem("end_date", None, f"the first occurrence of a recurring event ends by "
+                                                  f"{LATEST_TIME:%Y-%m-%d}"))
     if not isinstance(lines, (list, tuple)) or not lines:
         problems.append(SeriesProblem("recurrence", None, "must be a non-empty list of RFC 5545 lines "
                                                     "(RRULE, EXDATE, RDATE)"))
         lines = []
-    rule, exdates, rdates = None, set(), set()
+    rule, exdates, rdates, rule_index = None, set(), set(), None
     for i, line in enumerate(lines):
         if not isinstance(line, str):
             problems.append(SeriesProblem("recurrence", i, "must be a text line such as RRULE:FREQ=WEEKLY"))
@@ -129,7 +149,7 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
                 problems.append(SeriesProblem("recurrence", i, "a series has one RRULE (RFC 5545 advises against "
                                                          "several); repeat with RDATE or a second event"))
             else:
-                rule = read_rule(split_parts(value, i, problems), i, problems, all_day)
+                rule, rule_index = read_rule(split_parts(value, i, problems), i, problems, all_day), i
         elif name in ("EXDATE", "RDATE"):
             values = read_dates(name, params, value, i, problems, tz, all_day)
             (exdates if name == "EXDATE" else rdates).update(values)
@@ -146,10 +166,40 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
     series = Series(start=first, duration=last - first, tz=tz, all_day=bool(all_day), rule=rule,
                     exdates=frozenset(exdates), rdates=tuple(sorted(rdates)), exceptions={},
                     lines=tuple(line.strip() for line in lines))
-    engine = series.engine
-    if rule is not None and not engine.is_rule_instance(first):
+    read: dict = {}
+    try:
+        _check_rule(series, rule_index, problems)
+        _check_dates(series, rdates, problems)
+        read = _read_exceptions(exceptions, all_day, problems, series)
+    except RuleTooCostly as exc:
+        problems.append(SeriesProblem("recurrence", rule_index, str(exc)))
+    if any(p.severity == "error" for p in problems):
+        raise RecurrenceError(problems)
+    object.__setattr__(series, "exceptions", read)
+    object.__setattr__(series, "warnings", tuple(problems))
+    return series
+
+
+def _check_rule(series: Series, rule_index: int | None, problems: list[SeriesProblem]) -> None:
+    """The rule produces the first occurrence, and not more occurrences than allowed within the
+    horizon's months from the start (counted as produced: EXDATEs do not lower it, RDATEs add)."""
+    first, engine = series.start, series.engine
+    if series.rule is not None and not engine.is_rule_instance(first):
         problems.append(SeriesProblem("start_date", None, "the first occurrence must match the RRULE "
                                                     "(RFC 5545: DTSTART should be synchronized with the rule)"))
+        return
+    most, months = limits.max_occurrences(), limits.horizon_months()
+    window = first + relativedelta(months=months)
+    produced = engine.count_upto(window, most + 1) + sum(1 for d in series.rdates if d <= window)
+    if produced > most:
+        problems.append(SeriesProblem("recurrence", rule_index, f"the series has more than {most:,} occurrences "
+                                      f"in the {months} months from its start (at most {most:,} are allowed; "
+                                      "a rule's BYHOUR and BYMINUTE values multiply its occurrences)"))
+
+
+def _check_dates(series: Series, rdates, problems: list[SeriesProblem]) -> None:
+    """Each EXDATE names an occurrence; each RDATE is within the occurrence ids' years."""
+    tz, all_day, engine = series.tz, series.all_day, series.engine
     for i, line in enumerate(series.lines):
         if line.upper().startswith("EXDATE"):
             for moment in read_dates("EXDATE", LINE.match(line).group(2), LINE.match(line).group(3).strip(),
@@ -163,20 +213,15 @@ def parse_recurrence(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -
                 if not EPOCH <= moment <= LAST_ORIGINAL_START:
                     problems.append(SeriesProblem("recurrence", i, f"RDATE {show(moment, all_day)} is outside "
                                                              "1970-2097 (occurrence ids count minutes since 1970)"))
-    read = _read_exceptions(exceptions, all_day, problems, series)
-    if problems:
-        raise RecurrenceError(problems)
-    object.__setattr__(series, "exceptions", read)
-    return series
 
 
 def recurrence_problems(lines, exceptions, start, end, tz: tzinfo, all_day: bool) -> list[SeriesProblem]:
-    """The problems ``parse_recurrence`` would raise, as a list (empty when the series is fine)."""
+    """The problems ``parse_recurrence`` would raise, as a list, and its warnings (empty when the
+    series is fine; ``severity`` tells them apart)."""
     try:
-        parse_recurrence(lines, exceptions, start, end, tz, all_day)
+        return list(parse_recurrence(lines, exceptions, start, end, tz, all_day).warnings)
     except RecurrenceError as exc:
         return exc.problems
-    return []
 
 
 def _read_bound(value, name: str, problems: list[SeriesProblem]) -> datetime | None:
@@ -217,7 +262,8 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[SeriesProblem], s
                 text = override_time(value, name, all_day)
                 if text is None:
                     form = "YYYY-MM-DD" if all_day else "YYYY-MM-DD HH:MM:SS"
-                    problems.append(SeriesProblem("exceptions", label, f"{name} must be a local time {form}"))
+                    problems.append(SeriesProblem("exceptions", label, f"{name} must be a local time {form} "
+                                                  f"from {EARLIEST_TIME.year} to {LATEST_TIME.year}"))
                 else:
                     overrides[name] = text
             else:
@@ -232,9 +278,13 @@ def _read_exceptions(exceptions, all_day: bool, problems: list[SeriesProblem], s
                 continue
         if series is not None:
             if key in series.exdates:
-                problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE"))
-            elif not series.is_occurrence(key):
-                problems.append(SeriesProblem("exceptions", label, "not an occurrence of the series"))
+                problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE"
+                                              + IGNORED, "warning"))
+                continue
+            if not series.is_occurrence(key):
+                problems.append(SeriesProblem("exceptions", label, "not an occurrence of the series" + IGNORED,
+                                              "warning"))
+                continue
         if key in read:
             problems.append(SeriesProblem("exceptions", label, "the same occurrence is listed twice"))
         read[key] = overrides
@@ -264,16 +314,20 @@ def _occurrence_of_day(series: Series, day: date, label: str, problems: list[Ser
     """The original start of the one occurrence of a timed ``series`` that starts on the local
     date ``day`` (EXDATEs excluded); a problem, and None, when none or several do."""
     first = datetime.combine(day, time())
-    found = {d for d in series.engine.rule_instances(first, first + timedelta(days=1) - timedelta(seconds=1))}
+    found = set()
+    if EPOCH <= first <= LAST_ORIGINAL_START:
+        found = set(series.engine.rule_instances(first, first + timedelta(days=1) - timedelta(seconds=1)))
     found.update(d for d in series.rdates if d.date() == day)
     kept = sorted(d for d in found if d not in series.exdates)
     if len(kept) == 1:
         return kept[0]
     if found and not kept:
-        problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE"))
+        problems.append(SeriesProblem("exceptions", label, "this occurrence is removed by an EXDATE" + IGNORED,
+                                      "warning"))
     elif not kept:
         problems.append(SeriesProblem("exceptions", label, f"no occurrence of the series starts on {day} (a date "
-                                                     "names the one occurrence starting that day)"))
+                                      "names the one occurrence starting that day); the exception is ignored",
+                                      "warning"))
     else:
         starts = ", ".join(d.strftime("%H:%M") for d in kept)
         problems.append(SeriesProblem("exceptions", label, f"{len(kept)} occurrences start on {day} ({starts}): "
@@ -291,7 +345,9 @@ def override_time(value, name: str, all_day: bool) -> str | None:
     if all_day and KEY_DAY.match(text):
         text += " 00:00:00" if name == "start_date" else " 23:59:59"
     try:
-        dates.read_local(text, UTC)
-    except ValueError:
+        moment = dates.read_local(text, UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):
         return None
+    if not EARLIEST_TIME <= moment <= LATEST_TIME:
+        return None   # far outside any occurrence's times: nothing computed from it could be shown
     return text
