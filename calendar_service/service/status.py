@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+STALE_LISTED = 100   # files served as their last good version listed by /status (all are counted)
+
 
 def view(settings, store, snapshot, index, has_remote: bool) -> dict:
     """What operators need to know: the branch head, the remote (without credentials), the last
-    pull and a refused commit, the search index's commit, and the problems of files skipped
-    or read with warnings at the head (path, line, message)."""
+    pull and a refused commit, the search index's commit, the problems of files skipped
+    or read with warnings at the head (path, line, message), and the files served as their last
+    good version (``stale``, at most STALE_LISTED, with ``stale_count``)."""
     refused = store.refused
     last = store.last_pull
     indexed = (index.state() or {}).get("commit") if index is not None else None
@@ -27,7 +30,18 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
         "index": {"commit": indexed, "behind": index is not None and indexed != snapshot.commit},
         "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
                     for p in snapshot.problems],
+        # files that no longer parse, whose record is served as the last version that did
+        "stale": stale_view(snapshot),
+        "stale_count": len(snapshot.stale),
         # files not served until the service's id commit lands (see ``ids``)
         "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
                                  | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
     }
+
+
+def stale_view(snapshot, limit: int = STALE_LISTED) -> list[dict]:
+    """The first ``limit`` files (by path) served as their last good version: where the file
+    breaks, the commit that broke it and the commit whose version is served."""
+    return [{"path": found.path, "line": found.line, "message": found.message, "broken_by": found.broken,
+             "served_commit": found.served}
+            for found in (snapshot.stale[path] for path in sorted(snapshot.stale)[:limit])]
