@@ -10,6 +10,7 @@ import re
 
 from calendar_service.auth.accounts import User
 from calendar_service.domain import record_files
+from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.service import errors
@@ -202,5 +203,8 @@ class RecordHistory:
         try:
             self.check_readable(record, user)
         except ServiceError:
+            return False
+        except Exception as exc:   # one record's failure stays its own: the feed goes on without it
+            FAULTS.report(record, "its changes-feed entry", exc)
             return False
         return True

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from calendar_service.domain.faults import FAULTS
+
 STALE_LISTED = 100   # files served as their last good version listed by /status (all are counted)
+FAULTS_LISTED = 100  # the newest record failures listed by /status
 
 
 def view(settings, store, snapshot, index, has_remote: bool) -> dict:
@@ -33,6 +36,9 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
         # files that no longer parse, whose record is served as the last version that did
         "stale": stale_view(snapshot),
         "stale_count": len(snapshot.stale),
+        # what could not be derived from one record in this process (left out of lists, feeds, the index)
+        "record_failures": FAULTS.listed(FAULTS_LISTED),
+        "record_failures_count": FAULTS.count,
         # files not served until the service's id commit lands (see ``ids``)
         "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
                                  | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
