@@ -232,3 +232,38 @@ def test_deleting_a_broken_file_deletes_its_record_once(anon, admin, repo, facto
     assert changes(anon, token) == [("events", event["id"], "deleted")]
     assert changes(anon, broken) == [("events", event["id"], "deleted")]
     assert stale_of(admin) == {}
+
+
+# ----------------------------------------------------------------------------- one record's failure stays its own
+
+
+def test_a_record_that_fails_downstream_is_left_out_and_the_rest_answers(app, anon, admin, repo, factory):
+    """Files that parse but whose derived values cannot be made (an event ending in the year 10000
+    once converted to UTC; a rule running to the end of the calendar): lists, iCalendar feeds, the
+    changes feed, /status and /readyz answer with the other records; each failure is logged once
+    and listed by /status (or the file is refused when it is read, as a file that does not parse)."""
+    kept = factory.event(title="Quiet Evening", start_date="2027-03-01 18:00", end_date="2027-03-01 19:00")
+    token = repo.head()
+    repo.commit_files({
+        "events/far.md": "---\nid: 801\nslug: far\ntitle: Far\nstatus: publish\n"
+                         "start_date: '9999-12-31 10:00:00'\nend_date: '9999-12-31 23:00:00'\ntimezone: Etc/GMT+12\n---\n",
+        "events/endless.md": "---\nid: 800\nslug: endless\ntitle: Endless\nstatus: publish\n"
+                             "start_date: '2027-03-02 10:00:00'\nend_date: '2027-03-02 11:00:00'\ntimezone: UTC\n"
+                             "recurrence:\n- RRULE:FREQ=DAILY;UNTIL=99991231T235959Z\n---\n"}, "Far away")
+    for _ in range(2):   # the second time from what was remembered
+        for query in ("/events?start_date=2027-03-01", "/events?start_date=2027-03-01&search=e",
+                      "/events?start_date=2027-03-01&per_page=50&geoloc=0"):
+            r = anon.get(query)
+            assert r.status_code == 200, r.get_json()
+            assert "Quiet Evening" in [e["title"] for e in r.get_json()["events"]]
+        r = anon.get("/events?start_date=2027-03-01&ical=1")
+        assert r.status_code == 200 and b"Quiet Evening" in r.data
+        assert anon.get(f"/events/{kept['id']}").status_code == 200
+        r = anon.get(f"/changes?since={token}")
+        assert r.status_code == 200, r.get_json()
+        r = admin.get("/status")
+        assert r.status_code == 200, r.get_json()
+        status = r.get_json()
+        assert app.test_client().get("/readyz").status_code in (200, 503)
+    listed = ({f["path"] for f in status["record_failures"]} | {s["path"] for s in status["skipped"]})
+    assert {"events/far.md", "events/endless.md"} <= listed, status

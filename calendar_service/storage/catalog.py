@@ -63,6 +63,18 @@ def collector_paused():
             gc.enable()
 
 
+def read_file(path: str, raw: bytes | None) -> tuple:
+    """(record or None, problems) of one file's bytes (``record_files.parse``); whatever parsing
+    raises stays this file's problem (the file is read as one that does not parse)."""
+    if raw is None:
+        return None, [FileProblem(path, 1, "unreadable")]
+    try:
+        return record_files.parse(path, raw)
+    except Exception as exc:
+        log.exception("%s could not be parsed", path)
+        return None, [FileProblem(path, 1, f"could not be read ({type(exc).__name__}: {exc})"[:300])]
+
+
 def load_directory(root) -> Snapshot:
     """The records of the files in a directory's working tree (not git), as the service would
     load them: each file parsed by ``records.parse``, ids and slugs checked by the snapshot.
@@ -243,7 +255,7 @@ class Catalog:
             if path in hits or record_files.resource_of_path(path) is None:
                 continue
             raw = contents.get(blob)
-            record, problems = record_files.parse(path, raw) if raw is not None else (None, [FileProblem(path, 1, "unreadable")])
+            record, problems = read_file(path, raw)
             if record is not None:
                 record.blob = blob
             else:
@@ -362,8 +374,7 @@ class Catalog:
                 continue
             if old_record is not None and old_record.path == path and old_record.blob == version.blob:
                 return old_record, version, breaking, None
-            raw = contents.get(version.blob)
-            record, _ = record_files.parse(path, raw) if raw is not None else (None, [])
+            record, _ = read_file(path, contents.get(version.blob))
             if record is None or record.id is None:
                 breaking = version.commit
                 continue
