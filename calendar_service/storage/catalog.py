@@ -44,6 +44,7 @@ CACHE_SLOW_CATCH_UP = 1.0   # seconds
 LAST_GOOD_FILES = 1000      # broken files looked up per new head (the others: previous snapshot's record, or none)
 LAST_GOOD_VERSIONS = 20     # versions of one file tried, newest first
 LAST_GOOD_COMMITS = 10_000  # commits of the branch's first-parent history read per look-up
+LOGGED_LAST_GOOD = 20       # files named in the log per new head; the rest are counted
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 WRITTEN_SNAPSHOTS = GROUP_LIMIT + 1   # snapshots of commits written here, not yet on the branch
 
@@ -359,7 +360,11 @@ class Catalog:
             stale[path] = where
             claims.pop(path, None)
             served.add(path)
-            log.warning("%s: serving its last good version (commit %s)", where, where.served[:12])
+            if len(served) <= LOGGED_LAST_GOOD:
+                log.warning("%s: serving its last good version (commit %s)", where, where.served[:12])
+        if len(served) > LOGGED_LAST_GOOD:
+            log.warning("%d more files are served as their last good version (see /status)",
+                        len(served) - LOGGED_LAST_GOOD)
         return served
 
     @staticmethod
