@@ -108,6 +108,17 @@ class Settings:
         Path("users.yaml"), "CALENDAR_USERS_FILE", Path,
         "accounts and hashed application passwords; refused inside the content repository")
     branch: str = setting("main", "CALENDAR_BRANCH", str, "the branch the service reads and writes")
+    last_good_files: int = setting(
+        1000, "CALENDAR_LAST_GOOD_FILES", int,
+        "files that stopped parsing whose last good version is looked up in git history per new head "
+        "(a start counts as one); the others keep the version the service served, or are not served")
+    last_good_versions: int = setting(
+        20, "CALENDAR_LAST_GOOD_VERSIONS", int,
+        "versions of one file that stopped parsing tried, newest first, for its last good version")
+    last_good_commits: int = setting(
+        10000, "CALENDAR_LAST_GOOD_COMMITS", int,
+        "commits of the branch's history read per look-up of last good versions (one `git log` for all "
+        "the files of a head)")
     site_timezone: str = setting(
         "UTC", "CALENDAR_TIMEZONE", str,
         "the site time zone (IANA name): default list window, events without their own zone")

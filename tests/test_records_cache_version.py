@@ -27,7 +27,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, set_cached
 
 PINNED_FORMAT = 6
-PINNED_DIGEST = "049a62858135207d979bf6a82cc9d2eaa37d7de75312083a131b1493492d3f07"
+PINNED_DIGEST = "5afd866a8476a51a315cdd4dc96755c06b6197d69def2f9c4a3024f8920858a1"
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

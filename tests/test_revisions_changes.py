@@ -240,17 +240,21 @@ def test_changes_since_a_token_net_effect_per_record(admin, anon, repo, factory)
     assert changes(anon, repo.head()) == []
 
 
-def test_a_broken_file_is_a_deletion_and_its_repair_a_creation(anon, repo, factory):
+def test_a_broken_file_is_no_change_and_its_repair_an_update(anon, repo, factory):
+    """A file that breaks keeps being served as its last good version: the feed announces no
+    deletion; its repair is an update (or nothing, when the repaired file is the old one)."""
     event = factory.event()
     token = repo.head()
     path = repo.root / repo.path_of(event['slug'])
     good = path.read_text()
     repo.commit_file(repo.path_of(event['slug']), "---\ntitle: [broken\n---\n", message="Break it")
     broken = repo.head()
-    assert changes(anon, token) == [("events", event["id"], "deleted")]
+    assert changes(anon, token) == []
     repo.commit_file(repo.path_of(event['slug']), good, message="Repair it")
-    assert changes(anon, broken) == [("events", event["id"], "created")]
-    assert changes(anon, token) == []  # net effect: the file is as it was
+    assert changes(anon, broken) == []   # the version served before and after is the same
+    repo.commit_file(repo.path_of(event['slug']), good.replace("title: ", "title: Better "), message="Edit it")
+    assert changes(anon, broken) == [("events", event["id"], "updated")]
+    assert changes(anon, token) == [("events", event["id"], "updated")]
 
 
 def test_the_empty_repository_token_lists_everything_readable(as_role, factory):

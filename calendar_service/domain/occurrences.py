@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from calendar_service.domain import dates
+from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import (
     DEFAULT_HORIZON_MONTHS, EPOCH, Occurrence, Series, horizon_end, occurrence_at, occurrence_id, served_id,
@@ -84,7 +85,18 @@ def series_record(snapshot, rid: int) -> Record | None:
 
 def listed_record(snapshot, rid: int, site_tz) -> Record | None:
     """The record a list shows under the served id ``rid``: an event, or an occurrence (the
-    first occurrence of a series under the series id). None when nothing is served under it."""
+    first occurrence of a series under the series id). None when nothing is served under it (or
+    its series fails: reported in ``FAULTS``, the list goes on without it)."""
+    try:
+        return _listed_record(snapshot, rid, site_tz)
+    except Exception as exc:
+        found = split_occurrence_id(rid)
+        record = snapshot.get(EVENTS, found[0] if found is not None else rid)
+        FAULTS.report(record if record is not None else Record(EVENTS, {}, f"id {rid}"), "its occurrences", exc)
+        return None
+
+
+def _listed_record(snapshot, rid: int, site_tz) -> Record | None:
     found = split_occurrence_id(rid)
     if found is None:
         record = snapshot.get(EVENTS, rid)

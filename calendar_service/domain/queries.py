@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from whoosh.analysis import STOP_WORDS
 from whoosh.lang.porter import stem as _porter_stem
 
+from calendar_service.domain.faults import FAULTS
 from calendar_service.domain import dates
 from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.recurrence import occurrences as expand_series
@@ -300,27 +301,30 @@ def events(snapshot: Snapshot, q: EventQuery, user: User | None, site_tz) -> Pag
     first_only = q.files and q.near is None   # a series' first match places it, the rest only count
     uncounted = 0
     for event in candidates:
-        data = event.data
-        if data.get("recurrence"):
-            found = _occurrences(snapshot, event, q, user, words, include, site_tz)
-            if first_only:
-                first = next(found, None)
-                if first is not None:
-                    selected.append((first[0], event))
-                    uncounted += sum(1 for _ in found)
+        try:
+            data = event.data
+            if data.get("recurrence"):
+                found = _occurrences(snapshot, event, q, user, words, include, site_tz)
+                if first_only:
+                    first = next(found, None)
+                    if first is not None:
+                        selected.append((first[0], event))
+                        uncounted += sum(1 for _ in found)
+                    continue
+                selected.extend(found)
                 continue
-            selected.extend(found)
-            continue
-        if not _passes(snapshot, event, q, user, words, include):
-            continue
-        if include is None:
-            start, end = utc_bounds(snapshot, event, site_tz)
-            if not _dates_pass(start, end, q):
+            if not _passes(snapshot, event, q, user, words, include):
                 continue
-            key = (start, data.get("date_utc") or "", event.id)
-        else:
-            key = (data.get("date_utc") or "", event.id)
-        selected.append((key, event))
+            if include is None:
+                start, end = utc_bounds(snapshot, event, site_tz)
+                if not _dates_pass(start, end, q):
+                    continue
+                key = (start, data.get("date_utc") or "", event.id)
+            else:
+                key = (data.get("date_utc") or "", event.id)
+            selected.append((key, event))
+        except Exception as exc:   # one event's failure stays its own: the list goes on without it
+            FAULTS.report(event, "its place in a list", exc)
     selected.sort(key=lambda pair: pair[0])
     if q.near is not None:
         lat, lng = q.near

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections import OrderedDict
 from functools import cached_property
+from typing import NamedTuple
 
 from pyroaring import BitMap
 
@@ -26,6 +27,21 @@ REF_KEYS = tuple(EVENT_REFERENCES)
 # matches only their titles for most callers: found without reading every event's data)
 PROTECTED = ("password", "")
 NO_EVENTS = BitMap()   # the events of a term no event names (shared: never changed)
+
+
+class Stale(NamedTuple):
+    """A file that no longer parses, whose record is served as its last good version: the first
+    error of the file as it is (``path:line: message``), the commit that brought the broken
+    version and the commit whose version is served."""
+
+    path: str
+    line: int
+    message: str
+    broken: str   # the commit that broke the file (the oldest of the broken versions since the served one)
+    served: str   # the commit that wrote the version served
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
 
 
 def ref_term(ref) -> str:
@@ -181,7 +197,10 @@ class Snapshot:
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
         self.claims = claims or {}
-        self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
+        self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)
+        # path -> Stale: files that no longer parse, whose ``files`` entry holds the record of
+        # their last good version (set by the catalog)
+        self.stale: dict[str, Stale] = {}
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
         # derived values kept across the commits derived from one another, each stored with what it
         # was derived from (the records themselves) and used only while that is unchanged
@@ -400,6 +419,11 @@ class Snapshot:
         """The problems of every file (by path), then the id and slug conflicts."""
         found = [p for path in sorted(self.files) for p in self.files[path][2]]
         return found + self._conflicts
+
+    def stale_of(self, record: Record) -> Stale | None:
+        """Why ``record`` (or an occurrence of it) is served as an older version of its file (its
+        file no longer parses), or None."""
+        return self.stale.get(record.path) if self.stale else None
 
     def get(self, resource: Resource, record_id: int) -> Record | None:
         """The record of ``resource`` with this id, or None."""

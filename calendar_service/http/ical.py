@@ -35,6 +35,7 @@ from icalendar.parser import Contentline
 
 from calendar_service.domain import dates, permissions, record_files, recurrence
 from calendar_service.domain import text
+from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http.ical_cache import VEVENTS
@@ -176,8 +177,8 @@ class IcalPresenter:
         for record in events:
             try:
                 yield self.vevent(record)
-            except Exception:
-                log.exception("event %s could not be written as a VEVENT; left out of the feed", record.id)
+            except Exception as exc:   # logged once per version of the record, listed by /status
+                FAULTS.report(record, "its VEVENT", exc)
         yield tail
 
     def _zones(self, events: list[Record]) -> dict[str, tuple[date, date]]:
@@ -200,7 +201,7 @@ class IcalPresenter:
                     key = zone.key
                     first = date.fromisoformat(str(record.data["start_date"])[:10])
                     last = date.fromisoformat(str(record.data["end_date"])[:10])
-            except (KeyError, ValueError):
+            except Exception:
                 continue  # its VEVENT fails too, and is left out (see feed)
             if key in spans:
                 first, last = min(first, spans[key][0]), max(last, spans[key][1])

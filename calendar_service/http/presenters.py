@@ -10,6 +10,7 @@ import json
 import secrets
 from datetime import timezone
 
+from calendar_service.domain.faults import FAULTS
 from calendar_service.http import json_ld, occurrence_json
 from calendar_service.http.urls import STAND_IN, Urls, neutral, text_with_urls, with_urls
 from calendar_service.http.occurrence_json import event_times
@@ -58,6 +59,17 @@ def to_json(obj) -> str:
         out.append(fragment)
         out.append(piece)
     return "".join(out)
+
+
+def listed_json(presenter, records) -> list:
+    """The JSON text of each of ``records`` for a list, as ``RawJSON``; a record whose text cannot
+    be made is left out (reported in ``FAULTS``), the list answers with the others."""
+    out = []
+    for record in records:
+        text = FAULTS.guard(record, "its JSON", lambda: presenter.present_json(record))
+        if text is not None:
+            out.append(RawJSON(text))
+    return out
 
 
 REFS_REMEMBERED = 400   # (record, key) pairs a presenter remembers the embedded records of

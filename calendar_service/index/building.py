@@ -47,13 +47,16 @@ def _cores() -> int:
 
 def _add(writer, records, make, progress, every: int, scale: float) -> None:
     for n, record in enumerate(records, 1):
-        writer.add_document(**make(record))
+        document = make(record)
+        if document is not None:   # None: the record's document could not be made (reported by ``make``)
+            writer.add_document(**document)
         if progress and (n % every == 0 or n == len(records)):
             progress(round(n * scale), round(len(records) * scale))
 
 
 def build(build_dir: Path, schema, records: list, make, open_writer, progress=None, every: int = 500) -> None:
-    """Create the Whoosh index of ``make(record)`` for every record at ``build_dir`` (committed),
+    """Create the Whoosh index of ``make(record)`` for every record at ``build_dir`` (committed; a
+    record whose ``make`` gives None is left out),
     with ``open_writer(ix)`` as the writer; in two processes when worth it (see above).
     ``progress(done, total)`` is called every ``every`` documents."""
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -77,7 +80,9 @@ def build(build_dir: Path, schema, records: list, make, open_writer, progress=No
             os.close(read_fd)
             part = open_writer(whoosh_index.create_in(str(scratch), schema))
             for record in records[:half]:
-                part.add_document(**make(record))
+                document = make(record)
+                if document is not None:
+                    part.add_document(**document)
             view = memoryview(pickle.dumps(whoosh_internals.finalize_segment(part)))
             while view:
                 view = view[os.write(write_fd, view):]

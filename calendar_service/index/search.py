@@ -31,6 +31,7 @@ from calendar_service.domain.resources import EVENTS
 from calendar_service.index import building, generations, whoosh_internals
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
+from calendar_service.domain.faults import FAULTS
 from calendar_service.index.schema import (SCHEMA_VERSION, event_document, event_documents, make_schema,
                                            occurrence_entries, rid_of_path)
 from calendar_service.index.view import BaseView, IndexView
@@ -141,7 +142,9 @@ def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
 
     def expand(rid: int) -> list:
         record = snapshot.get(EVENTS, rid)
-        return occurrence_entries(record, index.site_tz, horizon) if record is not None else []
+        if record is None:
+            return []
+        return FAULTS.guard(record, "its occurrences", lambda: occurrence_entries(record, index.site_tz, horizon), [])
 
     return IndexView(BaseView(ix, snapshot.commit, expand, horizon), snapshot.commit, site_tz=index.site_tz)
 
@@ -240,7 +243,8 @@ class SearchIndex:
             return None
         try:
             until = view.base.horizon
-            advanced = view.advanced(snapshot, paths, lambda record: event_documents(record, self.site_tz, until))
+            advanced = view.advanced(snapshot, paths, lambda record: FAULTS.guard(
+                record, "its search document", lambda: event_documents(record, self.site_tz, until), []))
         except Exception as exc:
             log.warning("the index generation cannot be derived from the previous one (%s)", exc)
             return None
@@ -435,8 +439,10 @@ class SearchIndex:
             for n, rid in enumerate(ids, 1):
                 writer.delete_by_term("rid_key", str(rid), searcher=searcher)
                 record = snapshot.get(EVENTS, rid)
-                if record is not None:
-                    writer.add_document(**event_document(record, self.site_tz))
+                document = None if record is None else FAULTS.guard(
+                    record, "its search document", lambda: event_document(record, self.site_tz))
+                if document is not None:
+                    writer.add_document(**document)
                 if progress and (n % PROGRESS_EVERY == 0 or n == len(ids)):
                     progress(n, len(ids))
 
@@ -456,7 +462,8 @@ class SearchIndex:
         events = snapshot.all(EVENTS)
         total = len(events)
         site_tz = self.site_tz
-        building.build(build_dir, make_schema(), events, lambda record: event_document(record, site_tz),
+        building.build(build_dir, make_schema(), events,
+                       lambda record: FAULTS.guard(record, "its search document", lambda: event_document(record, site_tz)),
                        lambda ix: open_rebuild_writer(ix, limitmb=BUILD_MEMORY_MB), progress, PROGRESS_EVERY)
         generations.switch(self.directory, build_dir)
         self._write_state(snapshot.commit)

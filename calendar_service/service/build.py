@@ -52,7 +52,8 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     try:
         open_repository(store, settings)
         accounts = Accounts(settings.users_file, Limits.from_settings(settings))
-        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email)
+        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
+                          last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
         index = SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
     except BaseException:
         store.close()

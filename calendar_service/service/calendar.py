@@ -303,6 +303,9 @@ class CalendarService:
                     message, target = outcome
                     if not plan.changes:  # nothing to change: no (empty) commit
                         return None if target is None else snapshot.get(*target)
+                    broken = sorted(path for path in plan.changes if path in snapshot.stale)
+                    if broken:   # never written over: an editor's broken file is fixed in git
+                        raise errors.file_broken(snapshot.stale[broken[0]])
                     message = commit_message(message, plan.notes, via, user)
                     if self.sync.has_remote and not push and snapshot.commit is None:
                         # never start a history of our own beside a remote we could not follow yet

@@ -94,6 +94,18 @@ def conflict(message: str) -> ServiceError:
     return ServiceError("calendar-write-conflict", message, CONFLICT)
 
 
+def file_broken(stale) -> ServiceError:
+    """``calendar-file-broken``: the write would change a file that no longer parses (its record is
+    served as its last good version, ``stale`` says why); the service never writes over an
+    editor's broken file, so it must be fixed in git first. Nothing was changed."""
+    return ServiceError("calendar-file-broken",
+                        f"{stale.path}:{stale.line}: {stale.message}. This file no longer reads (since commit "
+                        f"{stale.broken[:12]}); the calendar serves its last good version and does not write over "
+                        "it. Fix the file in git (or revert the commit that broke it), then try again. Nothing "
+                        "was changed.", CONFLICT, path=stale.path, line=stale.line, broken=stale.broken,
+                        served=stale.served)
+
+
 def remote_unavailable(message: str) -> ServiceError:
     """The git remote could not be reached or refused the push; nothing was changed."""
     return ServiceError("calendar-remote-unavailable", message, UNAVAILABLE)

@@ -10,6 +10,7 @@ import re
 
 from calendar_service.auth.accounts import User
 from calendar_service.domain import file_limits, record_files
+from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.service import errors
@@ -117,8 +118,9 @@ class RecordHistory:
         Returns (None, token) without ``since``. Each record appears once, compared as it was
         at the token's commit and as it is now, from the caller's point of view: ``created``
         when it was not readable by the caller then and is now, ``deleted`` the other way
-        round (also trash, a draft, a broken file), ``updated`` when readable both times and
-        its file changed (a slug rename moves the file: same id, an update). Records readable
+        round (also trash, a draft, a file that never parsed), ``updated`` when readable both times
+        and the version served changed (a file that broke is served as its last good version: no
+        entry) (a slug rename moves the file: same id, an update). Records readable
         at neither end (a draft, something created and deleted within the span) are left out.
         Raises ``rest_changes_token_expired`` (gone) for a token that is malformed or not a commit
         of the branch (history rewritten): the client must resync. A well-formed token this
@@ -152,12 +154,21 @@ class RecordHistory:
             old_contents.update(contents)
         before: dict = {}
         after: dict = {}
+        past = None   # the snapshot of ``since``, read only for a file that did not parse there
         for path, (old_blob, new_blob) in diff.items():
             resource = record_files.resource_of_path(path)
             if resource is None:
                 continue
             if old_blob and old_blob in old_contents:
                 old, _ = record_files.parse(path, old_contents[old_blob])
+                if old is not None:
+                    old.blob = old_blob
+                else:   # broken there: served as its last good version then, or not at all
+                    past = past or self.catalog.at(since)
+                    entry = past.files.get(path)
+                    old = entry[1] if entry else None
+                    if old is not None and past.get(resource, old.id) is not old:
+                        old = None
                 if old is not None and old.id is not None:  # a file without id was never served
                     before[(resource.name, old.id)] = old
             entry = snapshot.files.get(path) if new_blob else None
@@ -169,6 +180,10 @@ class RecordHistory:
                 current = snapshot.get(RESOURCES[key[0]], key[1])
                 if current is not None:
                     after[key] = current
+        for key in [key for key, old in before.items() if key in after and after[key].blob == old.blob
+                    and after[key].path == old.path]:
+            # the same version served at both ends (a file broken since, served as its last good one)
+            del before[key], after[key]
         return before, after
 
     def entries(self, before: dict, after: dict, user: User | None) -> list[dict]:
@@ -191,5 +206,8 @@ class RecordHistory:
         try:
             self.check_readable(record, user)
         except ServiceError:
+            return False
+        except Exception as exc:   # one record's failure stays its own: the feed goes on without it
+            FAULTS.report(record, "its changes-feed entry", exc)
             return False
         return True

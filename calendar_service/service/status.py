@@ -5,11 +5,16 @@ from __future__ import annotations
 import itertools
 from datetime import datetime, timezone
 
+from calendar_service.domain.faults import FAULTS
+
+FAULTS_LISTED = 100  # the newest record failures listed by /status
+
 
 def view(settings, store, snapshot, index, has_remote: bool) -> dict:
     """What operators need to know: the branch head, the remote (without credentials), the last
-    pull and a refused commit, the search index's commit, and the problems of files skipped
-    or read with warnings at the head (path, line, message)."""
+    pull and a refused commit, the search index's commit, the problems of files skipped
+    or read with warnings at the head (path, line, message), and the files served as their last
+    good version (``stale``, the first ``CALENDAR_STATUS_FILES_SHOWN``, with ``stale_count``)."""
     refused = store.refused
     last = store.last_pull
     problems = snapshot.problems
@@ -32,7 +37,21 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
                     for p in itertools.islice(problems, settings.status_files_shown)],
         "skipped_total": len(problems),
         "skipped_files": len({p.path for p in problems if p.severity == "error"}),
+        # files that no longer parse, whose record is served as the last version that did
+        "stale": stale_view(snapshot, settings.status_files_shown),
+        "stale_count": len(snapshot.stale),
+        # what could not be derived from one record in this process (left out of lists, feeds, the index)
+        "record_failures": FAULTS.listed(FAULTS_LISTED),
+        "record_failures_count": FAULTS.count,
         # files not served until the service's id commit lands (see ``ids``)
         "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
                                  | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
     }
+
+
+def stale_view(snapshot, limit: int) -> list[dict]:
+    """The first ``limit`` files (by path) served as their last good version: where the file
+    breaks, the commit that broke it and the commit whose version is served."""
+    return [{"path": found.path, "line": found.line, "message": found.message, "broken_by": found.broken,
+             "served_commit": found.served}
+            for found in (snapshot.stale[path] for path in sorted(snapshot.stale)[:limit])]

@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 
 from standardwebhooks.webhooks import Webhook
 
+from calendar_service.domain.faults import FAULTS
 from calendar_service.auth.accounts import Accounts, User
 from calendar_service.config import Settings
 from calendar_service.domain.resources import CATEGORIES, EVENTS, RESOURCES, TAGS
@@ -245,8 +246,9 @@ class Webhooks:
                 continue
             for field, resource in (("categories", CATEGORIES), ("tags", TAGS)):
                 ids = wanted[field]
-                if ids and any((term := snapshot.resolve(resource, ref)) is not None and term.id in ids
-                               for ref in record.data.get(field) or []):
+                if ids and FAULTS.guard(record, "its webhook filter", lambda: any(
+                        (term := snapshot.resolve(resource, ref)) is not None and term.id in ids
+                        for ref in record.data.get(field) or []), False):
                     return True
         return False
 

@@ -24,6 +24,16 @@ class FileDates(NamedTuple):
     once: bool  # the file was added by the commit that last changed it
 
 
+class PathVersion(NamedTuple):
+    """One version of a file on the branch's first-parent history (see ``CommitLog.path_versions``)."""
+
+    commit: str
+    when: int
+    email: str
+    status: str        # A, M, T or D (as git's raw diff says)
+    blob: str | None   # None when the commit deleted the file
+
+
 COMMIT_PREFIX = re.compile(r"[0-9a-f]{4,40}")  # how much of a commit id a reader may give
 # commits this process wrote whose changes (and new blobs) are kept, so that the catalog's
 # "what changed from the previous head" after a write needs no git process
@@ -210,6 +220,38 @@ class CommitLog:
                     continue
                 seen = found.get(path)
                 found[path] = FileDates(seen.changed, when, email, False) if seen else FileDates(when, when, email, True)
+        return found
+
+    def path_versions(self, head: str, paths, max_commits: int) -> dict[str, list["PathVersion"]]:
+        """path -> its versions on the first-parent history of ``head``, newest first: each
+        commit (at most ``max_commits`` looked at, newest first) that changed one of ``paths``,
+        compared with its first parent (a merge is one step of the branch), as (commit,
+        committer time, author e-mail, status A/M/D/T, blob or None). One ``git log``; the
+        answer depends only on the commit graph."""
+        paths = sorted(paths)
+        if not paths or head is None:
+            return {}
+        limit = paths if len(paths) <= MAX_PATH_ARGUMENTS else CONTENT_FOLDERS
+        out = self._run("-c", "core.quotepath=off", "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
+                        f"--max-count={max(1, int(max_commits))}", "--format=%x00%H %ct %ae", head,
+                        "--", *limit).decode("utf-8", "replace")
+        wanted = set(paths)
+        found: dict[str, list[PathVersion]] = {}
+        for chunk in out.split("\0")[1:]:
+            lines = chunk.strip("\n").split("\n")
+            commit, when, email = (lines[0].split(" ", 2) + ["", ""])[:3]
+            if not SHA.match(commit):
+                continue
+            for line in lines[1:]:
+                meta, tab, path = line.partition("\t")
+                if not tab or path not in wanted or not meta.startswith(":"):
+                    continue
+                fields = meta.split()
+                if len(fields) < 5:
+                    continue
+                status = fields[4][:1]
+                blob = fields[3] if status != "D" else None
+                found.setdefault(path, []).append(PathVersion(commit, int(when or 0), email, status, blob))
         return found
 
     def commit_facts(self, commit: str) -> tuple[list[str], int, str] | None:

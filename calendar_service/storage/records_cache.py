@@ -30,7 +30,7 @@ from calendar_service.domain.record import Record, fill_history
 from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import EVENTS, RESOURCES
-from calendar_service.domain.snapshot import Snapshot
+from calendar_service.domain.snapshot import Snapshot, Stale
 from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
@@ -86,12 +86,14 @@ class _CacheUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
 
 
-def restored_entry(path, blob, packed, problems, rid, slug, facts, source) -> tuple:
+def restored_entry(path, blob, packed, problems, rid, slug, facts, source, record_blob=None) -> tuple:
     """(blob, record or None, problems) of one cached file, checked to have the shape the cache
     writer gives it (ValueError or TypeError otherwise): a record's resource is the one of its
     path's folder, whatever the entry names. The record is packed: its data is read from
-    ``packed`` when first used (``source`` checks it then, see ``CachedRecords``)."""
-    if type(path) is not str or type(blob) is not str:
+    ``packed`` when first used (``source`` checks it then, see ``CachedRecords``).
+    ``record_blob``: the blob of the record's version when it is not the file's (a file that no
+    longer parses, served as its last good version)."""
+    if type(path) is not str or type(blob) is not str or not (record_blob is None or type(record_blob) is str):
         raise ValueError(f"an entry of {path!r} that no cache writer writes")
     record = None
     if packed is not None:
@@ -99,7 +101,7 @@ def restored_entry(path, blob, packed, problems, rid, slug, facts, source) -> tu
         if resource is None or type(packed) is not bytes or type(slug) is not str or not (rid is None or type(rid) is int):
             raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
         # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
-        record = Record.packed(resource, path, blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
+        record = Record.packed(resource, path, record_blob or blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
                                held=resource is not EVENTS)
     return blob, record, tuple(FileProblem(*p) for p in problems) if problems else ()
 
@@ -108,11 +110,12 @@ def kept_entry(blob: str, record: Record | None, problems, source: "CachedRecord
     """What the cache keeps of one file (see ``restored_entry``)."""
     kept = tuple((p.path, p.line, p.message, p.severity) for p in problems)
     if record is None:
-        return blob, None, kept, None, None, None
+        return blob, None, kept, None, None, None, None
     packed = record.packed_data
     if packed is None:
         packed = source.pack(record.file_data())
-    return blob, packed, kept, record.resource.name, record.id, record.slug
+    return blob, packed, kept, record.resource.name, record.id, record.slug, \
+        record.blob if record.blob != blob else None
 
 
 class CachedRecords:
@@ -250,7 +253,8 @@ class RecordsCacheFile:
             with open(tmp, "wb") as handle:
                 pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
                              "files": files, "dates": dates,
-                             "claims": dict(snapshot.claims), "derived": snapshot.derived()}, handle,
+                             "claims": dict(snapshot.claims), "derived": snapshot.derived(),
+                             "stale": {path: tuple(found) for path, found in snapshot.stale.items()}}, handle,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except Exception as exc:
@@ -268,8 +272,13 @@ class RecordsCacheFile:
         try:
             _check_maps(claims, derived, dates)
             source = self._source
-            files = {path: restored_entry(path, blob, packed, problems, rid, slug, dates.get(path), source)
-                     for path, (blob, packed, problems, _name, rid, slug) in cached["files"].items()}
+            files = {path: restored_entry(path, blob, packed, problems, rid, slug, dates.get(path), source, record_blob)
+                     for path, (blob, packed, problems, _name, rid, slug, record_blob) in cached["files"].items()}
+            stale = {path: Stale(*found) for path, found in (cached.get("stale") or {}).items()}
+            if not all(type(path) is str and files.get(path, (None, None))[1] is not None
+                       and type(found.line) is int and all(type(v) is str for v in found[2:])
+                       for path, found in stale.items()):
+                raise ValueError("a stale file that is not one the cache writer writes")
             file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             log.warning("ignoring the records cache %s (%s: %s)", self.path, type(exc).__name__, exc)
@@ -279,4 +288,5 @@ class RecordsCacheFile:
         seniority = functools.partial(entry_order, commit)
         snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
         snapshot.file_dates = file_dates
+        snapshot.stale = stale
         return snapshot

@@ -156,6 +156,11 @@ class GitStore:
         files the commits up to ``head`` (after ``since``) touched; one ``git log``."""
         return self._history.change_dates(head, since, paths)
 
+    def path_versions(self, head: str, paths, max_commits: int) -> dict:
+        """path -> its versions on the first-parent history of ``head``, newest first (see
+        ``CommitLog.path_versions``): at most ``max_commits`` commits looked at, one ``git log``."""
+        return self._history.path_versions(head, paths, max_commits)
+
     def commit_facts(self, commit: str) -> tuple[list[str], int, str] | None:
         """(parents, committer time, author e-mail) of ``commit``, read in process."""
         return self._history.commit_facts(commit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from calendar_service.domain import queries
 from calendar_service.domain.resources import EVENTS, ORGANIZERS, VENUES
 from calendar_service.http.call import Call
-from calendar_service.http.presenters import RawJSON
+from calendar_service.http.presenters import listed_json
 from calendar_service.http.handlers.events import events_archive
 from calendar_service.http.handlers.paging import page_size, paging_links, post_list, set_totals, statuses_of
 
@@ -59,7 +59,7 @@ def _terms_archive(call: Call):
     result = call.service.list_terms(call.resource, query, presenter.term_count, call.snapshot)
     links = paging_links(call, echo, result.page, result.page < result.total_pages, result.page > 1, call.resource)
     body = {"rest_url": links.pop("rest_url"), "total": result.total, "total_pages": result.total_pages,
-            call.resource.name: [RawJSON(presenter.present_json(r)) for r in result.items]}
+            call.resource.name: listed_json(presenter, result.items)}
     body.update(links)
     set_totals(call, result)
     return body, 200

@@ -7,7 +7,7 @@ from calendar_service.http import errors
 from calendar_service.domain import permissions, queries
 from calendar_service.domain.resources import Resource
 from calendar_service.http.call import Call
-from calendar_service.http.presenters import RawJSON
+from calendar_service.http.presenters import listed_json
 
 
 def page_size(call: Call) -> int:
@@ -67,7 +67,7 @@ def post_list(call: Call, resource: Resource, result: queries.Page, echo, singul
     has_next = result.page * result.per_page < result.total
     has_prev = result.page > 1 and result.total > 0
     presenter = call.presenter()
-    body = {resource.name: [RawJSON(presenter.present_json(r)) for r in result.items]}
+    body = {resource.name: listed_json(presenter, result.items)}
     body.update(paging_links(call, echo, result.page, has_next, has_prev, resource, path))
     body["total"] = result.total
     body["total_pages"] = result.total_pages

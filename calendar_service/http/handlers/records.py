@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from urllib.parse import quote
 
 from flask import Response, request
 
@@ -28,6 +29,18 @@ def event_record(call: Call) -> Record:
     return record
 
 
+# names the file of a record served as its last good version (its file no longer parses): path:line
+STALE_HEADER = "X-Calendar-Stale"
+
+
+def mark_stale(call: Call, record: Record, snapshot=None) -> None:
+    """Say in ``STALE_HEADER`` where ``record``'s file breaks when it is served as its last good
+    version (the path percent-encoded as in a URL)."""
+    found = (snapshot or call.snapshot).stale_of(record)
+    if found is not None:
+        call.headers[STALE_HEADER] = f"{quote(found.path, safe='/')}:{found.line}"
+
+
 def target(call: Call) -> Record:
     if call.resource is EVENTS:
         return event_record(call)
@@ -37,6 +50,7 @@ def target(call: Call) -> Record:
 def handle_single(call: Call):
     record = target(call)
     call.service.check_readable(record, call.user)
+    mark_stale(call, record)
     if record.resource is EVENTS:
         _check_event_password(call, record)
         if wants_ical(call):
