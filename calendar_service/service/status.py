@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 
-def view(settings, store, snapshot, index, has_remote: bool) -> dict:
+def view(settings, store, snapshot, index, has_remote: bool, follower=None) -> dict:
     """What operators need to know: the branch head, the remote (without credentials), the last
-    pull and a refused commit, the search index's commit, and the problems of files skipped
-    or read with warnings at the head (path, line, message)."""
+    pull and a refused commit, the search index's commit, the head the follower thread reached
+    (``sync.HeadFollower``; the index and ids follow new heads there, not in requests) and why its
+    last step failed, and the problems of files skipped or read with warnings at the head (path,
+    line, message)."""
     refused = store.refused
     last = store.last_pull
     indexed = (index.state() or {}).get("commit") if index is not None else None
@@ -25,6 +27,7 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
                                                      "reason": refused.reason},
         },
         "index": {"commit": indexed, "behind": index is not None and indexed != snapshot.commit},
+        "follower": None if follower is None else {"commit": follower.followed, "failing": follower.failing},
         "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
                     for p in snapshot.problems],
         # files not served until the service's id commit lands (see ``ids``)
