@@ -26,8 +26,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, set_cached
 
-PINNED_FORMAT = 5
-PINNED_DIGEST = "3ee2dca06341ce1fc5ff66b1f2a12f4a927c7b14a3977ab61bede7540fd47f30"
+PINNED_FORMAT = 6
+PINNED_DIGEST = "1be66220fe835b5c141bd5e9ecdd98b51c00dab31067d34bd8fa0f3b7241f24c"
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

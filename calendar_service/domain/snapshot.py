@@ -167,7 +167,10 @@ class Snapshot:
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
         self.claims = claims or {}
-        self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)  # path -> the id an unreadable file writes (kept free for it)
+        self.file_dates: dict = {}  # path -> git dates of the file (set by the catalog)
+        # id space -> the highest id a record of it ever had on the branch up to this commit and
+        # no longer has (deleted files, changed ids; set by the catalog): never handed out again
+        self.retired: dict = {}  # path -> the id an unreadable file writes (kept free for it)
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
         # derived values kept across the commits derived from one another, each stored with what it
         # was derived from (the records themselves) and used only while that is unchanged
@@ -474,11 +477,14 @@ class Snapshot:
     def next_id(self, resource: Resource) -> int:
         """The id a new record of ``resource`` gets: one above the highest of its id space (files
         whose id an older file holds count too, as they hold it until they are given a new one, and
-        so do the ids written in files that cannot be read: repaired, they keep theirs)."""
+        so do the ids written in files that cannot be read: repaired, they keep theirs), and above
+        every id a file of that space had in the branch's history (``retired``): an id deleted,
+        reverted or changed is never handed out again."""
         displaced = [r.id for r, _ in self.displaced + self.reslugged if r.resource.id_space == resource.id_space]
         claimed = [i for path, i in self.claims.items()
                    if (owner := resource_of_path(path)) is not None and owner.id_space == resource.id_space]
-        return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1
+        return max([*self.ids[resource.id_space], *displaced, *claimed, self.retired.get(resource.id_space, 0)],
+                   default=0) + 1
 
 
 def reference_problems(snapshot: Snapshot, line_of=None) -> list[FileProblem]:

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 5
+FORMAT = 6
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -237,7 +237,8 @@ class RecordsCacheFile:
             with open(tmp, "wb") as handle:
                 pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
                              "files": files, "dates": dates,
-                             "claims": dict(snapshot.claims), "derived": snapshot.derived()}, handle,
+                             "claims": dict(snapshot.claims), "retired": dict(snapshot.retired),
+                             "derived": snapshot.derived()}, handle,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except Exception as exc:
@@ -249,8 +250,13 @@ class RecordsCacheFile:
         tampered or corrupt file: logged, and nothing of it is used). ``entry_order(commit,
         paths)`` ranks the files that claim one id (see ``catalog.entry_order``)."""
         commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
+        retired = cached.get("retired")
         if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
-                and isinstance(derived, dict)):
+                and isinstance(derived, dict) and isinstance(retired, dict)):
+            return None
+        if not all(type(space) is str and type(rid) is int for space, rid in retired.items()):
+            log.warning("ignoring the records cache %s (its retired ids are not ids)", self.path)
+            cached.clear()
             return None
         try:
             _check_maps(claims, derived, dates)
@@ -266,4 +272,5 @@ class RecordsCacheFile:
         seniority = functools.partial(entry_order, commit)
         snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
         snapshot.file_dates = file_dates
+        snapshot.retired = retired
         return snapshot
