@@ -14,6 +14,7 @@ import yaml
 from conftest import followed
 
 from calendar_service.cli.commands import main
+from calendar_service.domain.record_files import ID_PLACEHOLDER
 from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.store import GitStore
 
@@ -227,7 +228,9 @@ def test_a_new_file_committed_with_git_is_served(app, anon, repo, factory, paths
     assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
     assert repo.last_message().startswith("Give ids and slugs to files")
     assert f"events/2030/03/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
-    assert (path.read_text().startswith(f"---\nid: {venue['id'] + 1}\ntitle: Committed by hand\n"))
+    # new's placeholder line filled in, the comment under it kept
+    placeholder = ID_PLACEHOLDER.replace("id:", f"id: {venue['id'] + 1}", 1)
+    assert path.read_text().startswith(f"---\n{placeholder}title: Committed by hand\n")
     assert repo.status() == ""
 
 

@@ -358,6 +358,7 @@ def cmd_import(options) -> int:
                                         progress=progress_bar, catalog=service.catalog)
         if service.index is not None:
             # the search index takes in what was imported now: the next start lists from it at once
+            service.assign_ids()
             service.index.update_now(service.snapshot(), service.store,
                                      lambda done, total: progress_bar("indexing", done, total))
     except (importer.ImportFailure, StoreError) as exc:
