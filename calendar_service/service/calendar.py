@@ -149,10 +149,13 @@ class CalendarService:
     def warm_up(self) -> None:
         """Load the records now rather than on the first request and bring the search index up
         to date (inline when few files changed since it was last written, in the background
-        otherwise). Ids are given by the follower thread once it runs (``start_following``)."""
+        otherwise) and read it, so that the first list is answered from it. Ids are given by the
+        follower thread once it runs (``start_following``)."""
         snapshot = self.catalog.current()
         if self.index is not None:
             self.index.ensure(snapshot, self.store)
+            if snapshot.commit is not None:
+                self.index.view(snapshot, self.store)
 
     def close(self) -> None:
         """Stop the pull thread and release the store's git processes. Safe to call twice."""
