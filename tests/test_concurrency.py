@@ -97,6 +97,12 @@ def test_threads_in_one_app_create_and_update_the_same_record(app, repo, paths):
     anon = Client(app.test_client(), None)
     listed = anon.get(f"/events?{WINDOW}").get_json()
     assert {e["id"] for e in listed["events"]} == git_event_ids(repo.root)
+    # the follower thread brings the index on disk to the head (no request needed)
+    svc = app.extensions["calendar"]
+    deadline = time.monotonic() + 30
+    while (svc.index.state() or {}).get("commit") != repo.head():
+        assert time.monotonic() < deadline, "the index did not follow the head"
+        time.sleep(0.1)
     assert index_ids(paths["index_dir"]) == git_event_ids(repo.root)
 
 
