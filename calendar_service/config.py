@@ -183,6 +183,10 @@ class Settings:
         30.0, "CALENDAR_PULL_INTERVAL", float,
         "seconds between pulls from the remote (each worker); `0` = pull only on the webhook and when a "
         "push is refused")
+    follow_interval: float = setting(
+        1.0, "CALENDAR_FOLLOW_INTERVAL", float,
+        "seconds between two looks at the branch head by the follower thread of each worker (it gives ids "
+        "and brings the search index to a new head; woken at once after a write, a pull or a webhook)")
     remote_timeout: float = setting(
         10.0, "CALENDAR_REMOTE_TIMEOUT", float,
         "seconds one git command talking to the remote (fetch, push, ls-remote) may take; then the "
@@ -296,6 +300,8 @@ class Settings:
             raise ValueError("CALENDAR_GIT_REMOTE must be a URL, a path or a remote's name")
         if not self.pull_interval >= 0:
             raise ValueError("CALENDAR_PULL_INTERVAL must be 0 (off) or a number of seconds")
+        if not self.follow_interval > 0:
+            raise ValueError("CALENDAR_FOLLOW_INTERVAL must be a positive number of seconds")
         if not self.remote_timeout > 0:
             raise ValueError("CALENDAR_REMOTE_TIMEOUT must be a positive number of seconds")
         content = self.content_dir.expanduser().resolve()

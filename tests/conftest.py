@@ -10,6 +10,7 @@ import pickle
 import re
 import shutil
 import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -60,6 +61,20 @@ def make_app(paths):
         config = {**paths, "seed_sample": False, "site_timezone": "UTC", **overrides}
         return create_app(config)
     return build
+
+
+def followed(app_or_service, timeout: float = 20.0) -> None:
+    """Wait until the follower thread of the service (of an app) has brought everything to the branch
+    head (ids given to files that lack them, the search index's generation): what a request finds at
+    most a moment after an editor's commit, since requests never do that work themselves."""
+    service = getattr(app_or_service, "extensions", {}).get("calendar", app_or_service)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        service.follower.nudge()
+        if service.follower.followed == service.store.head() and not service.follower.behind():
+            return
+        time.sleep(0.02)
+    raise AssertionError("the follower did not reach the branch head")
 
 
 @pytest.fixture

@@ -94,8 +94,9 @@ class Server:
             return ""
 
     def request(self, method: str, path: str, body=None, auth: tuple[str, str] | None = None,
-                timeout: float = 30, headers: dict | None = None) -> tuple[int, dict | None, str]:
-        """Send one request; returns (status, JSON body or None, raw text)."""
+                timeout: float = 30, headers: dict | None = None, api: bool = True) -> tuple[int, dict | None, str]:
+        """Send one request (``path`` under the API's namespace unless ``api`` is false); returns
+        (status, JSON body or None, raw text)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             sent = dict(headers or {})
@@ -105,7 +106,7 @@ class Server:
                 sent["Content-Type"] = "application/json"
             if auth:
                 sent["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-            conn.request(method, API + path, body=data, headers=sent)
+            conn.request(method, (API if api else "") + path, body=data, headers=sent)
             response = conn.getresponse()
             raw = response.read().decode("utf-8", "replace")
             try:

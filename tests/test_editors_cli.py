@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import followed
+
 from calendar_service.cli.commands import main
+from calendar_service.domain.record_files import ID_PLACEHOLDER
 from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.store import GitStore
 
@@ -206,7 +209,7 @@ def test_new_refuses_to_overwrite_and_to_write_invalid_events(content, capsys):
     assert not (content / "events/party.md").exists() and not (content / "escape.md").exists()
 
 
-def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
+def test_a_new_file_committed_with_git_is_served(app, anon, repo, factory, paths):
     venue = factory.venue()
     result = run_cli("new", "event", "--title", "Committed by hand", "--start", "2030-03-01 18:00",
                      "--end", "2030-03-01 20:00", "--dir", str(paths["content_dir"]))
@@ -217,14 +220,17 @@ def test_a_new_file_committed_with_git_is_served(anon, repo, factory, paths):
     repo("add", "events/2030/03/committed-by-hand.md")
     repo("-c", "user.name=Editor", "-c", "user.email=editor@example.org", "commit", "-q", "-m", "Add an event")
     before = repo.head()
-    r = anon.get(f"/events/{venue['id'] + 1}")  # the service gives the file the next id, in a commit of its own
+    followed(app)   # the follower thread gives the file the next id, in a commit of its own
+    r = anon.get(f"/events/{venue['id'] + 1}")
     assert r.status_code == 200, r.get_json()
     assert r.get_json()["title"] == "Committed by hand" and r.get_json()["start_date"] == "2030-03-01 18:00:00"
     assert repo("rev-parse", "HEAD~1").strip() == before
     assert repo.last_author() == "Calendar Service <calendar-service@localhost>"
     assert repo.last_message().startswith("Give ids and slugs to files")
     assert f"events/2030/03/committed-by-hand.md: had no id; now id {venue['id'] + 1}" in repo.last_message()
-    assert (path.read_text().startswith(f"---\nid: {venue['id'] + 1}\ntitle: Committed by hand\n"))
+    # new's placeholder line filled in, the comment under it kept
+    placeholder = ID_PLACEHOLDER.replace("id:", f"id: {venue['id'] + 1}", 1)
+    assert path.read_text().startswith(f"---\n{placeholder}title: Committed by hand\n")
     assert repo.status() == ""
 
 

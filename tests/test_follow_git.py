@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from conftest import followed
+
 EDITOR = ("-c", "user.name=Editor", "-c", "user.email=editor@example.org")
 
 
@@ -80,6 +82,7 @@ def test_a_copied_file_gets_a_new_id_and_the_original_keeps_its_own(app, anon, r
     original = (repo.root / repo.path_of("jazz-night")).read_text()
     copy = original.replace("title: Jazz Night", "title: Jazz Copy").replace("slug: jazz-night", "slug: a-jazz-copy")
     repo.commit_file("events/a-jazz-copy.md", copy, "Copy jazz night")
+    followed(app)   # the follower thread gives the copy its id, without any request
     assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
     copied = anon.get("/events/by-slug/a-jazz-copy").get_json()
     assert copied["title"] == "Jazz Copy" and copied["id"] == event["id"] + 1
@@ -94,7 +97,9 @@ def test_a_copied_file_gets_a_new_id_and_the_original_keeps_its_own(app, anon, r
     # nothing left to do: more requests make no more commits; a restarted service serves the same
     head = repo.head()
     assert anon.get(f"/events/{event['id']}").status_code == 200 and repo.head() == head
-    again = make_app().test_client()
+    restarted = make_app()
+    followed(restarted)
+    again = restarted.test_client()
     assert again.get(f"/calendar/events/v1/events/{event['id']}").get_json()["title"] == "Jazz Night"
     assert repo.head() == head
 
@@ -106,7 +111,9 @@ def test_the_older_file_keeps_a_duplicate_id_in_a_fresh_process_too(make_app, re
     repo("init", "-q", "-b", "main")
     repo.commit_file("events/zz-first.md", event_file(7, "First in history"), "First")
     repo.commit_file("events/aa-second.md", event_file(7, "Second in history"), "Second")
-    client = make_app().test_client()
+    started = make_app()
+    followed(started)
+    client = started.test_client()
     assert client.get("/calendar/events/v1/events/7").get_json()["title"] == "First in history"
     assert client.get("/calendar/events/v1/events/8").get_json()["title"] == "Second in history"
     assert repo("show", "HEAD:events/zz-first.md") == event_file(7, "First in history")
@@ -136,6 +143,7 @@ def test_a_plain_copy_is_served_under_its_own_id_and_file_name(app, anon, repo, 
     original = (repo.root / repo.path_of("jazz-night")).read_text()
     repo.commit_file("events/jazz-night-matinee.md", original.replace("title: Jazz Night", "title: Jazz Matinee"))
     head = repo.head()
+    followed(app)
     assert anon.get(f"/events/{event['id']}").get_json()["title"] == "Jazz Night"
     copy = anon.get("/events/by-slug/jazz-night-matinee").get_json()
     assert copy["title"] == "Jazz Matinee" and copy["id"] == event["id"] + 1
@@ -165,7 +173,8 @@ def test_the_changes_feed_shows_a_file_given_an_id_as_created_once(app, anon, re
     token = anon.get("/changes").get_json()["next_token"]
     text = event_file(0, "Without id").replace("id: 0\n", "")
     repo.commit_file("events/without-id.md", text, "Add an event without id")
-    r = anon.get(f"/changes?since={token}")  # the read gives the id first, then answers
+    followed(app)   # the follower thread gives the id (a read never does)
+    r = anon.get(f"/changes?since={token}")
     assert r.status_code == 200, r.get_json()
     assert r.get_json()["changes"] == [{"type": "events", "id": event["id"] + 1, "action": "created"}]
     # the two commits, one by one: the file without id was never served, so only its assignment counts

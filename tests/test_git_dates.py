@@ -9,6 +9,7 @@ import subprocess
 import icalendar
 
 from calendar_service.http.ical import sequence
+from conftest import followed
 
 
 def commit_at(repo, when: str, email: str, message: str) -> None:
@@ -71,6 +72,7 @@ def test_a_hand_written_file_takes_the_adding_commits_date_and_author(app, anon,
         "end_date: '2030-07-02 12:00:00'\n---\n")
     repo("add", "-A")
     commit_at(repo, "2030-02-03T04:05:06Z", "Author@Example.org", "Add an event by hand")
+    followed(app)   # the follower thread gives both files ids
     listed = {e["title"]: e for e in anon.get("/events", query_string={"start_date": "2030-07-01", "end_date": "2030-07-31"}).get_json()["events"]}
     mine = listed["By hand"]
     assert mine["date_utc"] == "2030-02-03 04:05:06"
@@ -95,6 +97,7 @@ def test_a_hand_written_file_takes_the_adding_commits_date_and_author(app, anon,
         "end_date: '2030-07-03 12:00:00'\n---\n")
     repo("add", "-A")
     commit_at(repo, "2030-02-05T00:00:00Z", "stranger@example.net", "Add an event nobody's account wrote")
+    followed(app)
     listed = {e["title"]: e for e in anon.get("/events", query_string={"start_date": "2030-07-01", "end_date": "2030-07-31"}).get_json()["events"]}
     assert listed["Unknown"]["date_utc"] == "2030-02-05 00:00:00"
     assert listed["Unknown"]["author"] not in (str(author.id),)

@@ -27,7 +27,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, set_cached
 
 PINNED_FORMAT = 6
-PINNED_DIGEST = "5afd866a8476a51a315cdd4dc96755c06b6197d69def2f9c4a3024f8920858a1"
+PINNED_DIGEST = "f0c0c7eddf60cc6b328e983f3451ffca65a078b3be2d9104d374f9c238690340"
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

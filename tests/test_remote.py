@@ -22,7 +22,7 @@ import yaml
 
 from calendar_service import create_app
 from servers import git_daemon
-from conftest import API, Client, Git
+from conftest import API, Client, Git, followed
 
 SECRET = "hook-secret-for-tests"
 EDITOR = ["-c", "user.name=Remote Editor", "-c", "user.email=remote.editor@example.org"]
@@ -338,12 +338,14 @@ def test_an_id_the_api_confirmed_survives_a_merged_branch_that_picked_it(instanc
     merged = editor.head()
     a.service.pull_remote()
     b.service.pull_remote()
-    assert a.service.store.head() == b.service.store.head() == merged
-
-    for replica in (a, b):  # each reads, each would give ids: one commit lands, the other has nothing to do
+    # each follower thread would give ids: one commit lands, the other has nothing left to do
+    for replica in (a, b):
+        followed(replica.app)
         r = replica.admin.get(f"/events/{zumba['id']}")
         assert r.status_code == 200 and r.get_json()["title"] == "Zumba in the Park"
     assert b.hook().status_code == 200 and a.hook().status_code == 200
+    for replica in (a, b):
+        followed(replica.app)
     assert remote("rev-list", "--count", f"{merged}..main").strip() == "1"
     assert remote("log", "-1", "--format=%an%n%B", "main").startswith(
         "Calendar Service\nGive ids and slugs to files that lack them or share them with an older file\n\n"

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+from conftest import followed
 from test_pull_security import Crafter, _git  # noqa: F401
 from test_remote import bare, instance, instances, remote, remote_url  # noqa: F401  (fixtures)
 
@@ -124,6 +125,7 @@ def test_status_lists_files_waiting_for_an_id(instance, bare, tmp_path):  # noqa
     editor("commit", "-q", "--allow-empty", "-m", "poke")
     editor("push", "-q", "origin", "main")
     assert a.hook().status_code == 200
+    followed(a.app)   # the follower thread gives the id at the new head
     assert a.admin.get("/status").get_json()["waiting_for_id"] == []
     titles = [e["title"] for e in a.admin.get("/events?start_date=2000-01-01&end_date=2040-01-01").get_json()["events"]]
     assert sorted(titles) == ["No id yet", "Seed"]

@@ -15,7 +15,7 @@ from calendar_service.storage import gitindex
 from calendar_service.storage.catalog import Catalog
 from calendar_service.domain.resources import EVENTS, VENUES
 from calendar_service.storage.store import BranchMoved, GitStore, StoreError, blob_sha
-from conftest import Client, Git
+from conftest import Client, Git, followed
 
 COMMITTER = "Calendar Service <calendar-service@localhost>"
 ADMIN_AUTHOR = "Administrator <administrator@example.org>"
@@ -425,11 +425,12 @@ def test_nested_creations_take_distinct_ids(admin):
     assert len(terms) == 4 and len(set(terms)) == 4
 
 
-def test_a_duplicate_id_written_by_hand_is_not_served_twice(anon, repo, factory):
+def test_a_duplicate_id_written_by_hand_is_not_served_twice(app, anon, repo, factory):
     """The id stays with the event the API created; the venue written later with the same id is
     served too, under the next free id (events, venues and organizers share one id space)."""
     event = factory.event()
     repo.commit_file("venues/clash.yaml", f"id: {event['id']}\nvenue: Clash\n")
+    followed(app)
     assert anon.get(f"/events/{event['id']}").get_json()["title"] == event["title"]
     assert anon.get(f"/venues/{event['id']}").status_code == 400
     assert anon.get("/venues").get_json()["venues"][0]["id"] == event["id"] + 1

@@ -107,6 +107,7 @@ def cmd_reindex(options) -> int:
         return NO_REPOSITORY
     try:
         started = time.monotonic()
+        service.assign_ids()   # a command gives ids inline (a service's follower thread does it otherwise)
         snapshot = service.snapshot()
         loaded = time.monotonic()
         count = service.index.rebuild_now(snapshot, lambda done, total: progress_bar("indexing", done, total))
@@ -327,7 +328,8 @@ def cmd_new(options) -> int:
     target = root / path
     if target.exists():
         raise ValueError(f"{target} exists already; choose another --slug")
-    content = record_files.dump(resource, data)
+    # an empty ``id:`` line for the service to fill in: its id commit then merges with the editor's next edits
+    content = record_files.with_id_placeholder(resource, record_files.dump(resource, data))
     record, problems = record_files.parse(path, content)
     if record is None or problems:  # never write a file validate would refuse
         raise ValueError("; ".join(str(p) for p in problems) or "the record could not be written")
@@ -363,6 +365,7 @@ def cmd_import(options) -> int:
                                         progress=progress_bar, catalog=service.catalog)
         if service.index is not None:
             # the search index takes in what was imported now: the next start lists from it at once
+            service.assign_ids()
             service.index.update_now(service.snapshot(), service.store,
                                      lambda done, total: progress_bar("indexing", done, total))
     except (importer.ImportFailure, StoreError) as exc:

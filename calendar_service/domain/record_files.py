@@ -448,18 +448,39 @@ def claimed_id(raw: bytes) -> int | None:
     return int(match.group(1)) if match and 1 <= int(match.group(1)) <= MAX_ID else None
 
 
+# The lines ``new`` writes at the top of a file (of its front matter) for the service's id commit to
+# fill in: the id commit then changes one line between two that nobody edits (the ``---`` or the start of
+# the file, and the comment), so git merges it with any edit the editor makes meanwhile.
+ID_PLACEHOLDER = "id:\n# the calendar service writes this file's id on the line above: keep both lines\n"
+
+
+def with_id_placeholder(resource: Resource, raw: bytes) -> bytes:
+    """``raw`` (a new record file without id) with ``ID_PLACEHOLDER`` as its first lines (of its
+    front matter for a front-matter file)."""
+    text = raw.decode("utf-8")
+    start = _key_area(resource, text)[0]
+    return (text[:start] + ID_PLACEHOLDER + text[start:]).encode("utf-8")
+
+
+def _key_area(resource: Resource, text: str) -> tuple[int, int]:
+    """Where the top-level keys of a record file's text are: (start, end) offsets."""
+    if not resource.body_key:
+        return 0, len(text)
+    opening = _FRONT_MATTER_BOUNDARY.search(text)
+    start = opening.end() + 1 if opening else 0
+    closing = _FRONT_MATTER_BOUNDARY.search(text, start)
+    return start, closing.start() if closing else len(text)
+
+
 def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
     """``raw`` (a record file) with its top-level ``key`` set to ``value`` (an int or a safe slug),
-    every other byte kept: the key's line is replaced, or one is added as the first key."""
+    every other byte kept: the key's line is replaced (``new``'s empty ``id:`` placeholder line
+    too), or one is added as the first key. The first line is where an added line has the fewest
+    neighbours an editor changes (the ``---`` or the start of the file above it): git merges it with
+    an edit of any other key, of the body, or a key appended, made without pulling first; only an
+    edit of the first key (often the title) conflicts with it (see docs/editing.md)."""
     text = raw.decode("utf-8")
-    start = 0
-    if resource.body_key:
-        opening = _FRONT_MATTER_BOUNDARY.search(text)
-        start = opening.end() + 1 if opening else 0
-        closing = _FRONT_MATTER_BOUNDARY.search(text, start)
-        end = closing.start() if closing else len(text)
-    else:
-        end = len(text)
+    start, end = _key_area(resource, text)
     line = re.compile(rf"^{re.escape(key)}[ \t]*:.*$", re.M).search(text, start, end)
     if line:
         text = text[:line.start()] + f"{key}: {value}" + text[line.end():]

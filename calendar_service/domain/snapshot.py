@@ -201,6 +201,9 @@ class Snapshot:
         # path -> Stale: files that no longer parse, whose ``files`` entry holds the record of
         # their last good version (set by the catalog)
         self.stale: dict[str, Stale] = {}
+        # id space -> the highest id a record of it ever had on the branch up to this commit and
+        # no longer has (deleted files, changed ids; set by the catalog): never handed out again
+        self.retired: dict = {}
         self.memo = Memo()  # derived values (presented objects...) valid for this commit only
         # derived values kept across the commits derived from one another, each stored with what it
         # was derived from (the records themselves) and used only while that is unchanged
@@ -512,11 +515,14 @@ class Snapshot:
     def next_id(self, resource: Resource) -> int:
         """The id a new record of ``resource`` gets: one above the highest of its id space (files
         whose id an older file holds count too, as they hold it until they are given a new one, and
-        so do the ids written in files that cannot be read: repaired, they keep theirs)."""
+        so do the ids written in files that cannot be read: repaired, they keep theirs), and above
+        every id a file of that space had in the branch's history (``retired``): an id deleted,
+        reverted or changed is never handed out again."""
         displaced = [r.id for r, _ in self.displaced + self.reslugged if r.resource.id_space == resource.id_space]
         claimed = [i for path, i in self.claims.items()
                    if (owner := resource_of_path(path)) is not None and owner.id_space == resource.id_space]
-        return max([*self.ids[resource.id_space], *displaced, *claimed], default=0) + 1
+        return max([*self.ids[resource.id_space], *displaced, *claimed, self.retired.get(resource.id_space, 0)],
+                   default=0) + 1
 
 
 def reference_problems(snapshot: Snapshot, line_of=None) -> list[FileProblem]:

@@ -53,6 +53,7 @@ def open_service(app: Flask, settings: Settings) -> CalendarService:
         service.warm_up()
         loaded(len(service.catalog.current().files))
     app.extensions["calendar"] = service
+    service.start_following()
     service.start_pulling()
     service.start_webhooks()
     return service

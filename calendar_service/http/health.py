@@ -6,7 +6,6 @@ import logging
 from calendar_service.http.call import json_response
 from calendar_service.http.errors import SERVICE_UNAVAILABLE, ApiError
 
-
 log = logging.getLogger(__name__)
 
 
@@ -20,15 +19,16 @@ def init_app(app, service) -> None:
 
     @app.get("/readyz")
     def readyz():
-        """Readiness for load balancers: 200 once the service can answer from current data
-        (a successful pull since the start when a remote is configured, the search index at the
-        branch head), else 503 in the error envelope saying why."""
+        """Readiness for load balancers: 200 once the service can answer correctly (with a remote,
+        a successful pull since the start), also while the search index catches up; else 503 in
+        the error envelope saying why. Never a 500: a failure while checking is a 503 naming it
+        (and logged)."""
         try:
             ready, why = service.ready()
-        except Exception as exc:   # never a 500: a balancer reads any failure here as "not ready"
+            if ready:
+                return json_response({"ready": True, "head": service.branch_head()}, 200)
+        except Exception as exc:
             log.exception("the readiness check failed")
-            ready, why = False, f"the readiness check failed ({type(exc).__name__})"
-        if ready:
-            return json_response({"ready": True, "head": service.branch_head()}, 200)
+            why = f"the readiness check failed ({type(exc).__name__})"
         error = ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE)
         return json_response(error.body(), error.status)

@@ -199,8 +199,12 @@ class SearchIndex:
 
     # ------------------------------------------------------------------------- reading
 
-    def view(self, snapshot: Snapshot, store) -> IndexView | None:
+    def view(self, snapshot: Snapshot, store, build: bool = True) -> IndexView | None:
         """The index generation for ``snapshot``'s commit, or None while the index is behind.
+
+        ``build=False`` (a request): only a generation there or derived in memory from the previous
+        one; never an index write or a base read from disk (None then: the caller scans, and the
+        service's follower thread, which calls this with ``build=True``, brings the index up).
 
         After a write (or any new commit) the generation is derived from the previous one by
         the events that changed (``IndexView.advanced``): no Whoosh read in the request. The
@@ -217,6 +221,8 @@ class SearchIndex:
             advanced = self._advance(view, snapshot, store)
             if advanced is not None:
                 return advanced
+        if not build:
+            return None
         state = self.state()
         if not state or state.get("commit") != snapshot.commit:
             self.ensure(snapshot, store)

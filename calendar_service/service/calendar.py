@@ -30,7 +30,7 @@ from calendar_service.index.search import SearchIndex
 from calendar_service.service import errors, ids, trash
 from calendar_service.service.status import view as status_view
 from calendar_service.service.history import RecordHistory
-from calendar_service.service.sync import RemoteSync
+from calendar_service.service.sync import HeadFollower, RemoteSync
 from calendar_service.service.series_writes import SeriesPlanner
 from calendar_service.service.writes import LinkedValueError, WritePlan, WritePlanner, parse_linked, parse_term_list
 from calendar_service.domain.snapshot import Snapshot
@@ -107,8 +107,8 @@ class CalendarService:
         self.history = RecordHistory(store, catalog, self.check_readable, self._catch_up_for)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
-        self._writing = threading.local()      # set while this thread holds the write lock here
         self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
+        self.follower = HeadFollower(store.head, self.follow, settings.follow_interval)
         self.webhooks = None  # service.webhooks.Webhooks: build_service always sets it
 
     @property
@@ -116,43 +116,53 @@ class CalendarService:
         return self.settings.tz
 
     def snapshot(self) -> Snapshot:
-        """The records at the branch head; files there that need an id are given one first (once
-        per head, see ``assign_ids``)."""
+        """The records at the branch head, as they are: a read never commits and never builds the
+        search index. Files there that need an id are not served until the follower thread's id
+        commit (``follow``) lands; the follower is nudged when the head moved since it last looked."""
         snapshot = self.catalog.current()
-        if snapshot.needs_ids and snapshot.commit != self.ids.tried and not getattr(self._writing, "on", False):
+        self.follower.behind()
+        return snapshot
+
+    def follow(self) -> tuple[str | None, bool]:
+        """One step of the follower thread (``sync.HeadFollower``): the catalog brought to the branch
+        head, ids given to files there that need them (a commit of the service's own, under the write
+        lock), the search index brought to the head (a generation derived from the previous one, or
+        the index on disk synced and read). Returns the head reached and whether the index has a
+        generation for it (not yet while it is rebuilt in the background: tried again later)."""
+        snapshot = self.catalog.current()
+        if snapshot.needs_ids and snapshot.commit != self.ids.tried:
             self.assign_ids()
             snapshot = self.catalog.current()
-        return snapshot
+        if self.index is None or snapshot.commit is None:
+            return snapshot.commit, True
+        return snapshot.commit, self.index.view(snapshot, self.store) is not None
 
     def assign_ids(self) -> str | None:
         """Commit ids (and slugs) for the files at the branch head that need them (see ``ids``);
         returns the commit, or None when there was nothing to do or it could not be made."""
         return self.ids.assign()
 
-    @contextlib.contextmanager
     def _write_lock(self, grouped: bool = False):
-        """The store's write lock (see ``GitStore.write_lock`` for ``grouped``), marking this
-        thread as writing (``snapshot`` then never writes)."""
-        with self.store.write_lock(grouped):
-            self._writing.on = True
-            try:
-                yield
-            finally:
-                self._writing.on = False
+        """The store's write lock (see ``GitStore.write_lock`` for ``grouped``)."""
+        return self.store.write_lock(grouped)
 
     def warm_up(self) -> None:
         """Load the records now rather than on the first request and bring the search index up
         to date (inline when few files changed since it was last written, in the background
-        otherwise)."""
-        snapshot = self.snapshot()
+        otherwise) and read it, so that the first list is answered from it. Ids are given by the
+        follower thread once it runs (``start_following``)."""
+        snapshot = self.catalog.current()
         if self.index is not None:
             self.index.ensure(snapshot, self.store)
+            if snapshot.commit is not None:
+                self.index.view(snapshot, self.store)
 
     def close(self) -> None:
         """Stop the pull thread and release the store's git processes. Safe to call twice."""
         if self._closed.is_set():
             return
         self._closed.set()
+        self.follower.stop()
         self.sync.stop()
         self.webhooks.close()
         self.store.close()
@@ -176,16 +186,19 @@ class CalendarService:
         if query.horizon is None:   # series are listed up to today's horizon, by either path
             query.horizon = occurrences.horizon(self.settings.recurrence_horizon)
         if self.index is not None:
+            view = page = None
             try:
-                view = self.index.view(snapshot, self.store)
+                view = self.index.view(snapshot, self.store, build=False)
                 page = search.events(view, snapshot, query, user) if view is not None else None
             except Exception as exc:
                 # derived data must never break a read: answer by scanning, rebuild the index
                 log.exception("the search index failed; answering by scanning and rebuilding it")
                 self.index.invalidate(snapshot, self.store, exc)
-                page = None
+                view = None
             if page is not None:
                 return page
+            if view is None:   # no generation for this head (or for today): the follower reads one
+                self.follower.again()
         return queries.events(snapshot, query, user, self.site_tz)
 
     def occurrence(self, rid: int, snapshot: Snapshot | None = None) -> Record | None:
@@ -333,6 +346,7 @@ class CalendarService:
             except StoreError as exc:
                 raise errors.conflict(str(exc)) from None
             self.webhooks.nudge()
+            self.follower.nudge()
             return None if target is None else written.get(*target)
         raise errors.conflict("the content repository kept changing; the write was not applied, try again")
 
@@ -382,6 +396,7 @@ class CalendarService:
         """Bring the branch in line with the git remote (see ``RemoteSync.pull``)."""
         result = self.sync.pull()
         self.webhooks.nudge()   # the branch may have moved: deliveries to make
+        self.follower.nudge()
         return result
 
     def branch_head(self) -> str | None:
@@ -390,7 +405,7 @@ class CalendarService:
 
     def status(self) -> dict:
         """What operators need to know about this service (see ``status.view``)."""
-        return status_view(self.settings, self.store, self.snapshot(), self.index, self.has_remote)
+        return status_view(self.settings, self.store, self.snapshot(), self.index, self.has_remote, self.follower)
 
     def waiting_for_content(self) -> bool:
         """True while a replica with a remote has neither pulled successfully since the start nor
@@ -398,13 +413,19 @@ class CalendarService:
         return self.has_remote and not self.store.synced and self.store.head() is None
 
     def ready(self) -> tuple[bool, str]:
-        """Whether a load balancer may send requests here, and why not: with a remote, a pull must
-        have succeeded since the start; the search index must reflect the branch head."""
+        """Whether a load balancer may send requests here, and why not. Only what prevents correct
+        answers counts: with a remote, no pull has succeeded since the start (the replica may serve
+        a stale or empty calendar). A search index that is catching up does not (lists are answered
+        by scanning meanwhile, with the same results); nor does a remote whose head is refused once
+        a pull succeeded (the last good head is served, writes are committed here and pushed by the
+        first pull that is not refused: a hostile push must not take every replica out)."""
         if self.has_remote and not self.store.synced:
             return False, "no successful pull from the git remote since the start"
-        if self.status()["index"]["behind"]:
-            return False, "the search index is catching up"
         return True, ""
+
+    def start_following(self) -> threading.Thread | None:
+        """Start the follower thread (see ``sync.HeadFollower``)."""
+        return self.follower.start()
 
     def start_pulling(self) -> threading.Thread | None:
         """Start the periodic pull (see ``RemoteSync.start``)."""

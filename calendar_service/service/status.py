@@ -10,11 +10,13 @@ from calendar_service.domain.faults import FAULTS
 FAULTS_LISTED = 100  # the newest record failures listed by /status
 
 
-def view(settings, store, snapshot, index, has_remote: bool) -> dict:
+def view(settings, store, snapshot, index, has_remote: bool, follower=None) -> dict:
     """What operators need to know: the branch head, the remote (without credentials), the last
-    pull and a refused commit, the search index's commit, the problems of files skipped
-    or read with warnings at the head (path, line, message), and the files served as their last
-    good version (``stale``, the first ``CALENDAR_STATUS_FILES_SHOWN``, with ``stale_count``)."""
+    pull and a refused commit, the search index's commit, the head the follower thread reached
+    (``sync.HeadFollower``; the index and ids follow new heads there, not in requests) and why its
+    last step failed, the problems of files skipped or read with warnings at the head (path, line,
+    message), and the files served as their last good version (``stale``, the first
+    ``CALENDAR_STATUS_FILES_SHOWN``, with ``stale_count``)."""
     refused = store.refused
     last = store.last_pull
     problems = snapshot.problems
@@ -32,6 +34,7 @@ def view(settings, store, snapshot, index, has_remote: bool) -> dict:
                                                      "reason": refused.reason},
         },
         "index": {"commit": indexed, "behind": index is not None and indexed != snapshot.commit},
+        "follower": None if follower is None else {"commit": follower.followed, "failing": follower.failing},
         # the first problems by path (``CALENDAR_STATUS_FILES_SHOWN``), and how many there are in all
         "skipped": [{"path": p.path, "line": p.line, "message": p.message, "severity": p.severity}
                     for p in itertools.islice(problems, settings.status_files_shown)],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from calendar_service.config import Settings
 from calendar_service.service import errors
@@ -129,3 +130,89 @@ class RemoteSync:
                 failing = str(exc)
             except Exception:
                 log.exception("periodic pull failed")
+
+
+class HeadFollower:
+    """The follower thread of a process (``calendar-follow``): whenever the branch head moves (a
+    write, a pull, a webhook, an editor's commit in the checkout, another worker's write), it runs
+    ``step``, which brings what the service derives from the head up to it (the catalog, the ids of
+    files that lack them, the search index) and returns (the head it reached, whether all of it is
+    there). The head is read every ``interval`` seconds (a ref file read); ``nudge`` wakes the
+    thread at once. A step that could not finish (the index is rebuilt in the background, say) is
+    tried again after ``interval``, however often it is nudged meanwhile. Reads never do this work:
+    they answer from what is there (see ``CalendarService.snapshot``)."""
+
+    def __init__(self, head, step, interval: float):
+        self._head = head
+        self._step = step
+        self.interval = interval
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.followed: str | None = None   # the last head everything was brought to
+        self.failing: str | None = None    # why the last step failed (None: it did not)
+        self._unfinished: str | None = None   # the head of the last step that could not finish
+        self._retry_at = 0.0
+
+    def start(self) -> threading.Thread | None:
+        if self._stop.is_set():
+            return None
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="calendar-follow", daemon=True)
+            self._thread.start()
+        return self._thread
+
+    def nudge(self) -> None:
+        """Look at the head now rather than at the next interval."""
+        self._wake.set()
+
+    def again(self) -> None:
+        """Run a step for the current head even if it was followed already (the search index has no
+        generation for it: a new day, a repaired index)."""
+        self.followed = None
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the thread, letting a step under way finish (for at most JOIN_SECONDS)."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(JOIN_SECONDS)
+
+    def behind(self) -> bool:
+        """Whether the head moved since the last step (the thread is nudged then)."""
+        try:
+            behind = self._head() != self.followed
+        except Exception:
+            return True
+        if behind:
+            self.nudge()
+        return behind
+
+    def _loop(self) -> None:
+        first = True
+        while not self._stop.is_set():
+            if not first:
+                self._wake.wait(self.interval)
+            first = False
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                head = self._head()
+                if head == self.followed or (head == self._unfinished and time.monotonic() < self._retry_at):
+                    continue
+                reached, finished = self._step()
+                if finished:
+                    self.followed, self._unfinished = reached, None
+                else:
+                    self._unfinished, self._retry_at = reached, time.monotonic() + self.interval
+                if self.failing:
+                    log.info("following the branch works again")
+                self.failing = None
+            except Exception as exc:
+                # tried again at the next interval; logged once per distinct failure
+                if repr(exc) != self.failing:
+                    log.exception("following the branch head failed (retrying every %g s)", self.interval)
+                self.failing = repr(exc)

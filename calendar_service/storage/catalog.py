@@ -129,6 +129,20 @@ def entry_order(store: GitStore, head: str, paths) -> dict[str, int]:
     return {path: rank for rank, path in enumerate(sorted(paths, key=functools.cmp_to_key(compare)))}
 
 
+def retired_after(previous: Snapshot, changed) -> dict:
+    """``previous.retired`` with the ids ``previous``'s files at the ``changed`` paths held (a
+    deleted file's, or the old id of a file whose id changed; an id still held counts too: it is
+    below the next id anyway)."""
+    retired = dict(previous.retired)
+    for path in changed:
+        entry = previous.files.get(path)
+        rid = getattr(entry[1], "id", None) if entry is not None and entry[1] is not None else previous.claims.get(path)
+        resource = record_files.resource_of_path(path)
+        if resource is not None and type(rid) is int and rid > retired.get(resource.id_space, 0):
+            retired[resource.id_space] = rid
+    return retired
+
+
 class Catalog:
     """Keeps the snapshot of the branch head, refreshing it incrementally when the head moves.
 
@@ -296,6 +310,7 @@ class Catalog:
             snapshot = Snapshot(head, files, seniority=seniority, claims=claims)
             snapshot.file_dates = file_dates
             snapshot.stale = stale
+            snapshot.retired = self._retired_at(head)
             # no whole snapshot in the cache (none, an older format, its commit gone): keep this one
             if len(changed) >= CACHE_MIN_FILES:
                 self._write_cache_later(snapshot)
@@ -303,6 +318,7 @@ class Catalog:
         snapshot = Snapshot(head, files, previous, set(changed), seniority=seniority, claims=claims)
         snapshot.file_dates = file_dates
         snapshot.stale = stale
+        snapshot.retired = retired_after(previous, changed)
         return snapshot
 
     @staticmethod
@@ -414,6 +430,25 @@ class Catalog:
             added, email = (version.when, version.email) if once or dates is None else (dates[1], dates[2])
             return record, version, breaking, (version.when, added, email, once)
         return None
+
+    def _retired_at(self, head: str) -> dict:
+        """id space -> the highest id a deleted file of the history up to ``head`` had (its ``id:``
+        line read from its last blob, ``record_files.claimed_id``): a cold start's high-water mark,
+        kept in the records cache and advanced per head by ``retired_after``."""
+        deleted = self.store.deleted_blobs(head)
+        retired: dict = {}
+        if not deleted:
+            return retired
+        contents: dict = {}   # a blob over the size limit never parsed: its id line is not read
+        for _, batch in self.store.read_files(set(deleted), file_limits.LIMITS.file_bytes):
+            contents.update(batch)
+        for blob, path in deleted.items():
+            resource = record_files.resource_of_path(path)
+            raw = contents.get(blob)
+            rid = record_files.claimed_id(raw) if resource is not None and raw is not None else None
+            if rid is not None and rid > retired.get(resource.id_space, 0):
+                retired[resource.id_space] = rid
+        return retired
 
     def _advance_from_cache(self, restored: Snapshot, head: str) -> Snapshot:
         """The snapshot of ``head`` derived from the cache's (the files changed since read); the

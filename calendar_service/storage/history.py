@@ -254,6 +254,20 @@ class CommitLog:
                 found.setdefault(path, []).append(PathVersion(commit, int(when or 0), email, status, blob))
         return found
 
+    def deleted_blobs(self, head: str) -> dict[str, str]:
+        """blob id -> path of every file under the content folders that a commit up to ``head``
+        deleted (a rename counts as a deletion of the old path), in one ``git log``."""
+        out = self._run("log", "-z", "--no-renames", "--no-abbrev", "--diff-filter=D", "--raw", "--format=",
+                        head, "--", *CONTENT_FOLDERS).decode("utf-8", "replace")
+        found: dict[str, str] = {}
+        parts = out.split("\0")
+        for i, part in enumerate(parts[:-1]):
+            # ":100644 000000 <old blob> <new blob> D", then the path
+            fields = part.strip("\n").split()
+            if len(fields) == 5 and fields[0].startswith(":") and fields[4] == "D":
+                found[fields[2]] = parts[i + 1]
+        return found
+
     def commit_facts(self, commit: str) -> tuple[list[str], int, str] | None:
         """(parents, committer time, author e-mail) of ``commit``, read in process; None if unknown."""
         raw = self.read_object(commit)

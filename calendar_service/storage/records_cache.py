@@ -253,7 +253,8 @@ class RecordsCacheFile:
             with open(tmp, "wb") as handle:
                 pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
                              "files": files, "dates": dates,
-                             "claims": dict(snapshot.claims), "derived": snapshot.derived(),
+                             "claims": dict(snapshot.claims), "retired": dict(snapshot.retired),
+                             "derived": snapshot.derived(),
                              "stale": {path: tuple(found) for path, found in snapshot.stale.items()}}, handle,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
@@ -266,8 +267,13 @@ class RecordsCacheFile:
         tampered or corrupt file: logged, and nothing of it is used). ``entry_order(commit,
         paths)`` ranks the files that claim one id (see ``catalog.entry_order``)."""
         commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
+        retired = cached.get("retired")
         if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
-                and isinstance(derived, dict)):
+                and isinstance(derived, dict) and isinstance(retired, dict)):
+            return None
+        if not all(type(space) is str and type(rid) is int for space, rid in retired.items()):
+            log.warning("ignoring the records cache %s (its retired ids are not ids)", self.path)
+            cached.clear()
             return None
         try:
             _check_maps(claims, derived, dates)
@@ -289,4 +295,5 @@ class RecordsCacheFile:
         snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
         snapshot.file_dates = file_dates
         snapshot.stale = stale
+        snapshot.retired = retired
         return snapshot

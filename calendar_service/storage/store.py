@@ -151,6 +151,10 @@ class GitStore:
                     found[path] = (commit, email, int(when or 0))
         return found
 
+    def deleted_blobs(self, head: str) -> dict[str, str]:
+        """blob id -> path of the content files the history up to ``head`` deleted (see ``CommitLog``)."""
+        return self._history.deleted_blobs(head)
+
     def change_dates(self, head: str, since: str | None = None, paths=None) -> dict:
         """path -> FileDates (last change, adding commit's time and author e-mail) of the content
         files the commits up to ``head`` (after ``since``) touched; one ``git log``."""
