@@ -188,9 +188,16 @@ class CalendarService:
                 return page
         return queries.events(snapshot, query, user, self.site_tz)
 
-    def occurrence(self, rid: int, snapshot: Snapshot | None = None) -> Record | None:
-        """The occurrence of a recurring series an occurrence id names (None: no such occurrence)."""
-        return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz)
+    def occurrence(self, rid: int, user: User | None, snapshot: Snapshot | None = None) -> Record | None:
+        """The occurrence of a recurring series an occurrence id names (None: no such occurrence,
+        or one of a series ``user`` may not read, which answers exactly as an unknown id does)."""
+        return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz,
+                                            lambda series: self.may_see(series, user))
+
+    @staticmethod
+    def may_see(record: Record, user: User | None) -> bool:
+        """Whether ``user`` may know that ``record`` exists (and so address its occurrences)."""
+        return permissions.can_read(user, record)
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None,
                     snapshot: Snapshot | None = None) -> queries.Page:
