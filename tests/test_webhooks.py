@@ -294,7 +294,14 @@ def test_targets_are_checked_against_request_forgery(hooked, receiver, make_app)
                         ("http://[::ffff:127.0.0.1]/", "127.0.0.1"), ("http://169.254.169.254/latest", "169.254"),
                         ("http://10.1.2.3/", "10.1.2.3"), ("http://0.0.0.0/", "0.0.0.0"), ("http://[::1]/", "::1"),
                         ("ftp://example.org/", "http and https"), ("http://u:hunter2@example.org/", "user name"),
-                        ("http:///nohost", "no host")]:
+                        ("http:///nohost", "no host"),
+                        # special-purpose blocks Python counts as global: relays, anycast, NAT64, documentation
+                        ("http://192.0.0.9/", "192.0.0.9"), ("http://192.0.0.170/", "192.0.0.170"),
+                        ("http://192.88.99.1/", "192.88.99.1"), ("http://192.31.196.1/", "192.31.196.1"),
+                        ("http://192.52.193.1/", "192.52.193.1"), ("http://192.175.48.1/", "192.175.48.1"),
+                        ("http://[64:ff9b::a01:203]/", "64:ff9b::a01:203"), ("http://[64:ff9b:1::1]/", "64:ff9b:1::1"),
+                        ("http://[2620:4f:8000::1]/", "2620:4f:8000::1"), ("http://[3fff::1]/", "3fff::1"),
+                        ("http://[5f00::1]/", "5f00::1"), ("http://[2002:c058:6301::1]/", "2002:c058:6301::1")]:
         r = admin.post("/subscriptions", json={"url": url})
         body = r.get_json()
         assert r.status_code == 400 and body["code"] == "rest_invalid_param", (url, body)
