@@ -209,6 +209,11 @@ class Settings:
         30.0, "CALENDAR_WEBHOOK_LEASE", float,
         "seconds the delivering process holds its lease without renewing it (longer than the timeout); "
         "another process takes over after that")
+    webhook_workers: int = setting(
+        4, "CALENDAR_WEBHOOK_WORKERS", int,
+        "deliveries the delivering process makes at once, each to a different subscription (one "
+        "subscription's deliveries stay in commit order, one at a time): a receiver that hangs holds one "
+        "worker for at most `CALENDAR_WEBHOOK_TIMEOUT`, never the others")
     webhook_poll: float = setting(
         1.0, "CALENDAR_WEBHOOK_POLL", float, "seconds between looks at the branch head and the delivery queue")
     recurrence_horizon: int = setting(
@@ -276,6 +281,8 @@ class Settings:
             raise ValueError("CALENDAR_WEBHOOK_LEASE must be longer than CALENDAR_WEBHOOK_TIMEOUT")
         if isinstance(self.recurrence_horizon, bool) or not 1 <= int(self.recurrence_horizon) <= 120:
             raise ValueError("CALENDAR_RECURRENCE_HORIZON must be a number of months from 1 to 120")
+        if isinstance(self.webhook_workers, bool) or not 1 <= int(self.webhook_workers) <= 64:
+            raise ValueError("CALENDAR_WEBHOOK_WORKERS must be a number from 1 to 64")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
         allow = self.webhook_allow_private
