@@ -171,6 +171,13 @@ class Settings:
         "wrong event passwords per event and client address within the window; then 429")
     event_password_window: float = setting(
         300.0, "CALENDAR_EVENT_PASSWORD_WINDOW", float, "seconds the event password limit looks back")
+    changes_remote_lookups: int = setting(
+        30, "CALENDAR_CHANGES_REMOTE_LOOKUPS", int,
+        "change tokens this replica does not know (each makes it look at the git remote) an anonymous "
+        "client address may send within `CALENDAR_CHANGES_REMOTE_WINDOW`; then 429 with `Retry-After`; "
+        "`0` = no limit")
+    changes_remote_window: float = setting(
+        60.0, "CALENDAR_CHANGES_REMOTE_WINDOW", float, "seconds the limit on unknown change tokens looks back")
     limiter_size: int = setting(
         10_000, "CALENDAR_LIMITER_SIZE", int, "entries each limit remembers at most (the oldest is dropped)")
     argon2_concurrency: int = setting(
