@@ -238,7 +238,7 @@ class CalendarService:
         resource = record.resource
         if resource.kind == "post" and record.status == "trash":
             raise errors.plugin_error(f"{resource.singular}-is-in-trash", id=record.id)
-        result = self._write(self.planner.delete(record), user, precondition)
+        result = self._write(self.planner.delete(record, user), user, precondition)
         return record if result is None else result
 
     def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,

@@ -260,9 +260,15 @@ class WritePlanner:
             return f'Update {resource.singular} {record.id} "{data[resource.title_key]}"', (resource, record.id)
         return build
 
-    def delete(self, record: Record):
+    def delete(self, record: Record, user: User | None = None):
         """Trash a post or delete a term for good (removing it from the events that carry it,
         its child categories move up).
+
+        Removing a term edits every event that carries it, in a commit by ``user``: when any
+        of them is an event ``user`` may not edit (someone else's, a private one), nothing is
+        deleted (409 ``calendar-term-in-use``): nobody edits events they may not edit by
+        deleting a term. Editors and administrators may edit every event, so only authors'
+        deletions of categories others use are refused.
 
         Trashing changes the trashed record only: events keep naming a trashed venue or
         organizer (embeds leave it out), so restoring it links it again, and a caller never
@@ -274,7 +280,11 @@ class WritePlanner:
             if current is None:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
             if resource.kind == "term":
-                unlink(plan, REFERENCE_KEYS[resource.name], current)
+                key = REFERENCE_KEYS[resource.name]
+                if user is not None and not all(permissions.can_edit(user, event)
+                                                for event in plan.snapshot.events_referencing(key, current)):
+                    raise errors.term_in_use(resource.singular)
+                unlink(plan, key, current)
                 plan.remove(current)
                 self._reparent_children(plan, current)
                 return f'Delete {resource.singular} {record.id} "{current.title}"', None
