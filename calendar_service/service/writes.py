@@ -262,17 +262,10 @@ class WritePlanner:
 
     def delete(self, record: Record, user: User | None = None):
         """Trash a post or delete a term for good (removing it from the events that carry it,
-        its child categories move up).
-
-        Removing a term edits every event that carries it, in a commit by ``user``: when any
-        of them is an event ``user`` may not edit (someone else's, a private one), nothing is
-        deleted (409 ``calendar-term-in-use``): nobody edits events they may not edit by
-        deleting a term. Editors and administrators may edit every event, so only authors'
-        deletions of categories others use are refused.
-
-        Trashing changes the trashed record only: events keep naming a trashed venue or
-        organizer (embeds leave it out), so restoring it links it again, and a caller never
-        changes events it may not edit by trashing its own venue."""
+        in a commit by ``user``, refused with 409 ``calendar-term-in-use`` when ``user`` may not
+        edit one of them; its child categories move up). Trashing changes the trashed record
+        only: events keep naming a trashed venue or organizer (embeds leave it out), so
+        restoring it links it again, and nobody changes others' events by trashing a venue."""
         resource = record.resource
 
         def build(plan: WritePlan):
@@ -281,8 +274,8 @@ class WritePlanner:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
             if resource.kind == "term":
                 key = REFERENCE_KEYS[resource.name]
-                if user is not None and not all(permissions.can_edit(user, event)
-                                                for event in plan.snapshot.events_referencing(key, current)):
+                carriers = plan.snapshot.events_referencing(key, current)
+                if user is not None and not all(permissions.can_edit(user, e) for e in carriers):
                     raise errors.term_in_use(resource.singular)
                 unlink(plan, key, current)
                 plan.remove(current)
