@@ -208,6 +208,13 @@ class Settings:
         "wrong event passwords per event and client address within the window; then 429")
     event_password_window: float = setting(
         300.0, "CALENDAR_EVENT_PASSWORD_WINDOW", float, "seconds the event password limit looks back")
+    changes_remote_lookups: int = setting(
+        30, "CALENDAR_CHANGES_REMOTE_LOOKUPS", int,
+        "change tokens this replica does not know (each makes it look at the git remote) an anonymous "
+        "client address may send within `CALENDAR_CHANGES_REMOTE_WINDOW`; then 429 with `Retry-After`; "
+        "`0` = no limit")
+    changes_remote_window: float = setting(
+        60.0, "CALENDAR_CHANGES_REMOTE_WINDOW", float, "seconds the limit on unknown change tokens looks back")
     limiter_size: int = setting(
         10_000, "CALENDAR_LIMITER_SIZE", int, "entries each limit remembers at most (the oldest is dropped)")
     argon2_concurrency: int = setting(
@@ -246,6 +253,11 @@ class Settings:
         30.0, "CALENDAR_WEBHOOK_LEASE", float,
         "seconds the delivering process holds its lease without renewing it (longer than the timeout); "
         "another process takes over after that")
+    webhook_workers: int = setting(
+        4, "CALENDAR_WEBHOOK_WORKERS", int,
+        "deliveries the delivering process makes at once, each to a different subscription (one "
+        "subscription's deliveries stay in commit order, one at a time): a receiver that hangs holds one "
+        "worker for at most `CALENDAR_WEBHOOK_TIMEOUT`, never the others")
     webhook_poll: float = setting(
         1.0, "CALENDAR_WEBHOOK_POLL", float, "seconds between looks at the branch head and the delivery queue")
     recurrence_horizon: int = setting(
@@ -332,6 +344,8 @@ class Settings:
             raise ValueError("CALENDAR_MAX_NESTING must be 4 or more (records nest that deep)")
         if isinstance(self.max_occurrences, bool) or not 1 <= int(self.max_occurrences) <= 1_000_000:
             raise ValueError("CALENDAR_MAX_OCCURRENCES must be a number from 1 to 1000000")
+        if isinstance(self.webhook_workers, bool) or not 1 <= int(self.webhook_workers) <= 64:
+            raise ValueError("CALENDAR_WEBHOOK_WORKERS must be a number from 1 to 64")
         if self.webhook_max_failures < 0:
             raise ValueError("CALENDAR_WEBHOOK_MAX_FAILURES must be 0 (never disable) or more")
         allow = self.webhook_allow_private

@@ -223,3 +223,25 @@ def test_a_pull_at_start_refuses_a_poisoned_remote(instance, crafter, remote, tm
     assert not (late.service.settings.content_dir / ".git" / "config").read_text().count("pwned")
     assert late.create("Late write").status_code in (201, 503)
     assert not list(tmp_path.rglob("pwned*"))
+
+
+@pytest.mark.parametrize("path", ["events/.gitattributes", ".github/.gitattributes", "events/2031/05/.GitAttributes",
+                                  "venues/.gitattributes.", "events/GITATT~1", "events/.gitmodules"])
+def test_a_nested_gitattributes_is_refused_like_the_root_one(follower, crafter, tmp_path, path):
+    before = follower.repo.head()
+    # a filter git would run at checkout, and an encoding that rewrites every event on the way
+    attributes = crafter.blob(f"* filter=pwn working-tree-encoding=UTF-16\n# touch {tmp_path}/pwned\n".encode())
+    top, rest = path.split("/", 1)
+    existing = {e[3]: e for e in crafter.head_entries()}
+    if top in existing and existing[top][1] == "tree":
+        inner = _folder_entries(crafter, top)
+        leaf = crafter.nested(rest, ("100644", "blob", attributes)) if "/" in rest else \
+            ("100644", "blob", attributes, rest)
+        entry = ("040000", "tree", crafter.tree([e for e in inner if e[3] != leaf[3]] + [leaf]), top)
+    else:
+        entry = crafter.nested(path, ("100644", "blob", attributes))
+    commit = crafter.push_tree_with([entry], "attributes")
+    _assert_refused(follower, before, commit, path.rstrip("."), tmp_path)
+    refused = follower.admin.get(ADMIN_ONLY_STATUS).get_json()["remote"]["refused"]
+    assert "gitattributes" in refused["reason"] or "gitmodules" in refused["reason"], refused
+    assert not (follower.service.settings.content_dir / path).exists()

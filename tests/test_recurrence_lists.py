@@ -138,7 +138,7 @@ def test_single_occurrence_reads_and_unknown_ids(cal):
     assert cal.client().get("/events/by-slug/daily").get_json()["id"] == sid
 
 
-def test_drafts_are_read_as_their_series(app, repo):
+def test_a_drafts_occurrences_answer_as_unknown_ids(app, repo):
     cal = Cal(app, repo, "index")
     y = this_year() + 1
     sid = cal.content.event(f"{y}-03-02 08:00:00", f"{y}-03-02 09:00:00", tz="UTC", status="draft",
@@ -146,8 +146,11 @@ def test_drafts_are_read_as_their_series(app, repo):
     cal.commit()
     oid = occurrence_id(sid, datetime(y, 3, 4, 8, 0))
     denied, series = cal.client().get(f"/events/{oid}"), cal.client().get(f"/events/{sid}")
-    assert denied.status_code == series.status_code == 403
-    assert denied.get_json()["code"] == series.get_json()["code"]
+    # the series id is the original's: 403; an occurrence id (it encodes a time) says nothing
+    assert series.status_code == 403
+    unknown = cal.client().get(f"/events/{occurrence_id(sid + 500, datetime(y, 3, 4, 8, 0))}")
+    assert denied.status_code == unknown.status_code == 404
+    assert denied.get_json()["code"] == unknown.get_json()["code"] == "rest-event-not-found"
     assert cal.client("administrator").get(f"/events/{oid}").status_code == 200
 
 

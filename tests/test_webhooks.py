@@ -269,6 +269,58 @@ def test_retries_back_off_keep_the_webhook_id_and_hold_later_commits(hooked, rec
     assert log[1]["last_error"] is None and log[1]["last_status_code"] == 200
 
 
+class Hanging:
+    """A receiver on loopback that accepts connections and never answers (until closed)."""
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self):
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+def test_a_hanging_receiver_does_not_delay_a_healthy_one(hooked, receiver):
+    hanging = Hanging()
+    try:
+        app = hooked(webhook_timeout=8.0, webhook_lease=12.0, webhook_backoff=30.0)
+        admin = Client(app.test_client(), "administrator")
+        # the hanging subscription is older: its delivery is due first
+        r = admin.post("/subscriptions", json={"url": f"http://127.0.0.1:{hanging.port}/hook"})
+        assert r.status_code == 201, r.get_json()
+        subscribe(admin, receiver, "/healthy")
+        ids = []
+        started = time.monotonic()
+        for n in range(3):  # three commits: the healthy one gets all three, in order, while the other hangs
+            ids.append(admin.post("/events", json={"title": f"Talk {n}", **EVENT}).get_json()["id"])
+        got = wait_for(lambda: len(receiver.ok("/healthy")) >= 3 and receiver.ok("/healthy"), timeout=20,
+                       what="the healthy receiver's deliveries")
+        took = time.monotonic() - started
+        print(f"\nhealthy receiver: 3 deliveries {took:.2f} s after the first write, another receiver hanging")
+        assert took < 3.0, took
+        assert wait_for(lambda: hanging.accepted, what="the hanging receiver's connection")
+        assert len(hanging.accepted) == 1  # its own deliveries wait for the one under way: commit order
+        assert [g["payload"]["data"]["changes"][0]["id"] for g in got] == ids
+    finally:
+        hanging.close()
+
+
 def test_a_run_of_failures_disables_and_put_enables_again(hooked, receiver):
     app = hooked(webhook_max_failures=3)
     admin = Client(app.test_client(), "administrator")
@@ -294,7 +346,14 @@ def test_targets_are_checked_against_request_forgery(hooked, receiver, make_app)
                         ("http://[::ffff:127.0.0.1]/", "127.0.0.1"), ("http://169.254.169.254/latest", "169.254"),
                         ("http://10.1.2.3/", "10.1.2.3"), ("http://0.0.0.0/", "0.0.0.0"), ("http://[::1]/", "::1"),
                         ("ftp://example.org/", "http and https"), ("http://u:hunter2@example.org/", "user name"),
-                        ("http:///nohost", "no host")]:
+                        ("http:///nohost", "no host"),
+                        # special-purpose blocks Python counts as global: relays, anycast, NAT64, documentation
+                        ("http://192.0.0.9/", "192.0.0.9"), ("http://192.0.0.170/", "192.0.0.170"),
+                        ("http://192.88.99.1/", "192.88.99.1"), ("http://192.31.196.1/", "192.31.196.1"),
+                        ("http://192.52.193.1/", "192.52.193.1"), ("http://192.175.48.1/", "192.175.48.1"),
+                        ("http://[64:ff9b::a01:203]/", "64:ff9b::a01:203"), ("http://[64:ff9b:1::1]/", "64:ff9b:1::1"),
+                        ("http://[2620:4f:8000::1]/", "2620:4f:8000::1"), ("http://[3fff::1]/", "3fff::1"),
+                        ("http://[5f00::1]/", "5f00::1"), ("http://[2002:c058:6301::1]/", "2002:c058:6301::1")]:
         r = admin.post("/subscriptions", json={"url": url})
         body = r.get_json()
         assert r.status_code == 400 and body["code"] == "rest_invalid_param", (url, body)
@@ -344,8 +403,8 @@ def test_subscriptions_are_for_editors_and_administrators(hooked, receiver):
 
 # ----------------------------------------------------------------------------- real processes
 
-def _server(paths: dict, state: Path, kind: str = "app", workers: int = 1) -> Server:
-    return Server(paths, kind=kind, workers=workers, extra_env={**FAST_ENV, "CALENDAR_STATE_DIR": str(state)})
+def _server(paths: dict, state: Path, kind: str = "app", workers: int = 1, **env: str) -> Server:
+    return Server(paths, kind=kind, workers=workers, extra_env={**FAST_ENV, "CALENDAR_STATE_DIR": str(state), **env})
 
 
 def test_kill_9_of_the_sender_loses_no_delivery_and_repeats_keep_their_id(paths, receiver, tmp_path):
@@ -388,7 +447,8 @@ def test_kill_9_of_the_sender_loses_no_delivery_and_repeats_keep_their_id(paths,
 def test_two_processes_sharing_the_state_never_both_deliver(paths, receiver, tmp_path):
     state = tmp_path / "state"
     admin = ("administrator", PASSWORDS["administrator"])
-    server = _server(paths, state, kind="gunicorn", workers=2).start()
+    # one delivery worker per process: any two deliveries overlapping in time come from two processes
+    server = _server(paths, state, kind="gunicorn", workers=2, CALENDAR_WEBHOOK_WORKERS="1").start()
     try:
         for name in ("/one", "/two", "/three"):
             status, body, _ = server.request("POST", "/subscriptions", {"url": receiver.url(name)}, auth=admin)

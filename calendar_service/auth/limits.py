@@ -35,8 +35,8 @@ class Throttled(Exception):
     The HTTP layer answers 429 ``rest_too_many_requests`` with a ``Retry-After`` header.
     """
 
-    def __init__(self, retry_after: int):
-        super().__init__("Too many failed attempts. Try again later.")
+    def __init__(self, retry_after: int, message: str = "Too many failed attempts. Try again later."):
+        super().__init__(message)
         self.retry_after = retry_after
 
 
@@ -96,16 +96,20 @@ class Limits:
 
     def __init__(self, login_attempts: int = 10, login_address_attempts: int = 30, login_window: float = 300,
                  event_password_attempts: int = 10, event_password_window: float = 300, size: int = 10_000,
-                 argon2_concurrency: int = 2, trust_forwarded_for: bool = False):
+                 argon2_concurrency: int = 2, trust_forwarded_for: bool = False,
+                 remote_lookups: int = 30, remote_lookup_window: float = 60):
         for name, value in (("login attempts", login_attempts), ("login address attempts", login_address_attempts),
-                            ("event password attempts", event_password_attempts)):
+                            ("event password attempts", event_password_attempts),
+                            ("remote lookups", remote_lookups)):
             if value < 0:
                 raise ValueError(f"{name} must be 0 (no limit) or a positive number")
-        if login_window <= 0 or event_password_window <= 0 or size < 1 or argon2_concurrency < 1:
+        if login_window <= 0 or event_password_window <= 0 or remote_lookup_window <= 0 or size < 1 \
+                or argon2_concurrency < 1:
             raise ValueError("limit windows, the limiter size and the Argon2 concurrency must be positive")
         self.login = AttemptLimiter(login_attempts, login_window, size)
         self.address = AttemptLimiter(login_address_attempts, login_window, size)
         self.event = AttemptLimiter(event_password_attempts, event_password_window, size)
+        self.lookups = AttemptLimiter(remote_lookups, remote_lookup_window, size)
         self.trust_forwarded_for = trust_forwarded_for  # as set: the app's WSGI middleware acts on it (see client)
         self._argon2 = threading.BoundedSemaphore(argon2_concurrency)
 
@@ -113,7 +117,8 @@ class Limits:
     def from_settings(cls, settings) -> "Limits":
         return cls(settings.login_attempts, settings.login_address_attempts, settings.login_window,
                    settings.event_password_attempts, settings.event_password_window, settings.limiter_size,
-                   settings.argon2_concurrency, settings.trust_forwarded_for)
+                   settings.argon2_concurrency, settings.trust_forwarded_for,
+                   settings.changes_remote_lookups, settings.changes_remote_window)
 
     def client(self, request) -> str:
         """The client address of a request (anything with ``remote_addr``).
@@ -171,3 +176,13 @@ class Limits:
             return True
         self.event.failed((record_id, client))
         return False
+
+    # ----------------------------------------------------------------------------- the remote, asked by anyone
+
+    def remote_lookup(self, client: str) -> None:
+        """Count one look at the git remote an anonymous caller asked for (a change token this
+        replica does not know); raise ``Throttled`` once this address has used up its lookups."""
+        wait = self.lookups.retry_after(client)
+        if wait:
+            raise Throttled(wait, "Too many change tokens this server does not know. Try again later.")
+        self.lookups.failed(client)

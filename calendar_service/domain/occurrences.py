@@ -108,16 +108,22 @@ def _listed_record(snapshot, rid: int, site_tz) -> Record | None:
     return occurrence_by_id(snapshot, rid, site_tz)
 
 
-def occurrence_by_id(snapshot, rid: int, site_tz) -> OccurrenceRecord | None:
+def occurrence_by_id(snapshot, rid: int, site_tz, visible=None) -> OccurrenceRecord | None:
     """The occurrence an occurrence id names, or None: not an occurrence id, no such series, or
     no occurrence starting there (EXDATE'd, never one, or the first, which is served under the
-    series id). The horizon is not applied: a far occurrence is still addressable."""
+    series id). The horizon is not applied: a far occurrence is still addressable.
+
+    ``visible(record)`` (when given) says whether the caller may see the series: when it may
+    not, the answer is None before the series is expanded, as for an id naming nothing, so
+    that neither the answer nor its time tells which ids a hidden series holds."""
     found = split_occurrence_id(rid)
     if found is None:
         return None
     sid, original = found
     record = snapshot.get(EVENTS, sid)
     if record is None or not record.data.get("recurrence"):
+        return None
+    if visible is not None and not visible(record):
         return None
     series = _series(record, site_tz)
     if series is None:

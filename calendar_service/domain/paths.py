@@ -13,8 +13,11 @@ mode 100644 or 100755) at an ordinary place:
 
 Every component must be a plain name: not empty, not ``.`` or ``..``, no ``.git`` in any
 spelling git itself guards against (any case, trailing dots or spaces, the NTFS short name
-``git~1``, HFS+ ignorable code points), no backslash, no control character. Absolute paths
-and symlinks (120000), submodules (160000) and other modes are refused.
+``git~1``, HFS+ ignorable code points), no backslash, no control character. No component may
+be a file git reads instructions from, ``.gitattributes`` or ``.gitmodules`` (filters, checkout
+encodings, submodules), at any depth and in any spelling git guards against (case, trailing dots
+or spaces, NTFS short names). Absolute paths and symlinks (120000), submodules (160000) and other
+modes are refused.
 """
 from __future__ import annotations
 
@@ -34,6 +37,10 @@ HFS_IGNORABLE = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u20
                                        "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NTFS_SHORT_DOTGIT = re.compile(r"git~\d+", re.I)
+# files git itself reads instructions from, wherever they are in a tree; and their NTFS short
+# names as git computes them (the first six characters, or git's hashed prefix, then ~N)
+GIT_FILES = (".gitattributes", ".gitmodules")
+NTFS_SHORT_GIT_FILES = re.compile(r"(gitatt|gi7d29|gitmod|gi7eba)~\d+", re.I)
 
 
 class UnsafePath(ValueError):
@@ -51,12 +58,26 @@ def is_dotgit(name: str) -> bool:
     return plain == ".git" or bool(NTFS_SHORT_DOTGIT.fullmatch(name.rstrip(". ")))
 
 
+def git_file(name: str) -> str | None:
+    """Which of git's instruction files ``name`` is as some filesystem would read it, or None."""
+    plain = name.translate(HFS_IGNORABLE).rstrip(". ").lower()
+    if plain in GIT_FILES:
+        return plain
+    short = NTFS_SHORT_GIT_FILES.fullmatch(name.rstrip(". "))
+    if short:
+        return GIT_FILES[0] if short.group(1).lower() in ("gitatt", "gi7d29") else GIT_FILES[1]
+    return None
+
+
 def component_problem(name: str) -> str | None:
     """Why ``name`` cannot be one component of a path; None when it can."""
     if name in ("", ".", ".."):
         return "empty, '.' or '..' component" if name else "empty component"
     if is_dotgit(name):
         return "a '.git' component"
+    special = git_file(name)
+    if special:
+        return f"a '{special}' file (git reads instructions from it)"
     if "\\" in name:
         return "a backslash"
     if CONTROL.search(name):

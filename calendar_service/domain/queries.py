@@ -391,7 +391,10 @@ def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | 
         if q.event is not None and not any(e.id == q.event for e in events):
             continue
         if q.has_events is not None:
-            has = any(e.status not in ("draft", "pending") for e in events)
+            # the original counts every status but draft and pending (trashed events too); of those,
+            # only events the caller may read count: a private event must not show through its venue
+            has = any(e.status not in ("draft", "pending") and (e.status == "trash" or permissions.can_read(user, e))
+                      for e in events)
             if has != q.has_events:
                 continue
         if q.only_with_upcoming:

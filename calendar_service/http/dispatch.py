@@ -151,7 +151,7 @@ def resolve_record(call: Call) -> Record | None:
         found = call.snapshot.ids["posts"].get(args["id"])
         if found is None and request.method in ("GET", "HEAD"):
             # an occurrence of a recurring series, read as an event of its own
-            found = call.service.occurrence(args["id"], call.snapshot)
+            found = call.service.occurrence(args["id"], call.user, call.snapshot)
         return found
     return None
 

@@ -30,7 +30,7 @@ from calendar_service.index.search import SearchIndex
 from calendar_service.service import errors, ids, trash
 from calendar_service.service.status import view as status_view
 from calendar_service.service.history import RecordHistory
-from calendar_service.service.sync import HeadFollower, RemoteSync
+from calendar_service.service.sync import HeadFollower, RemoteSync, SharedLook
 from calendar_service.service.series_writes import SeriesPlanner
 from calendar_service.service.writes import LinkedValueError, WritePlan, WritePlanner, parse_linked, parse_term_list
 from calendar_service.domain.snapshot import Snapshot
@@ -105,6 +105,7 @@ class CalendarService:
         self.planner = WritePlanner(settings)
         self.series_planner = SeriesPlanner(self.planner)
         self.history = RecordHistory(store, catalog, self.check_readable, self._catch_up_for)
+        self._shared_look = SharedLook(self._catch_up_for, store.head)
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
         self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
@@ -201,9 +202,16 @@ class CalendarService:
                 self.follower.again()
         return queries.events(snapshot, query, user, self.site_tz)
 
-    def occurrence(self, rid: int, snapshot: Snapshot | None = None) -> Record | None:
-        """The occurrence of a recurring series an occurrence id names (None: no such occurrence)."""
-        return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz)
+    def occurrence(self, rid: int, user: User | None, snapshot: Snapshot | None = None) -> Record | None:
+        """The occurrence of a recurring series an occurrence id names (None: no such occurrence,
+        or one of a series ``user`` may not read, which answers exactly as an unknown id does)."""
+        return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz,
+                                            lambda series: self.may_see(series, user))
+
+    @staticmethod
+    def may_see(record: Record, user: User | None) -> bool:
+        """Whether ``user`` may know that ``record`` exists (and so address its occurrences)."""
+        return permissions.can_read(user, record)
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None,
                     snapshot: Snapshot | None = None) -> queries.Page:
@@ -243,7 +251,7 @@ class CalendarService:
         resource = record.resource
         if resource.kind == "post" and record.status == "trash":
             raise errors.plugin_error(f"{resource.singular}-is-in-trash", id=record.id)
-        result = self._write(self.planner.delete(record), user, precondition)
+        result = self._write(self.planner.delete(record, user), user, precondition)
         return record if result is None else result
 
     def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,
@@ -384,9 +392,18 @@ class CalendarService:
         """The snapshot of ``commit`` and ``record`` as it was there (see ``RecordHistory.revision_at``)."""
         return self.history.revision_at(record, commit)
 
-    def changes(self, since: str | None, user: User | None) -> tuple[list[dict] | None, str]:
-        """The net changes since the token ``since`` and the token of now (see ``RecordHistory.changes``)."""
-        return self.history.changes(since, user)
+    def changes(self, since: str | None, user: User | None, client: str | None = None) -> tuple[list[dict] | None, str]:
+        """The net changes since the token ``since`` and the token of now (see ``RecordHistory.changes``).
+        A token this replica does not know makes it look at the git remote: one look at a time,
+        shared by the callers asking meanwhile (``SharedLook``), and counted per address for
+        anonymous callers (``client``), who get 429 past ``CALENDAR_CHANGES_REMOTE_LOOKUPS``."""
+        def catch_up(commit: str) -> bool:
+            if not self.sync.has_remote:
+                return False
+            if user is None:
+                self.accounts.limits.remote_lookup(client or "")
+            return self._shared_look(commit)
+        return self.history.changes(since, user, catch_up)
 
     @property
     def has_remote(self) -> bool:

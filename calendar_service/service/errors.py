@@ -106,6 +106,13 @@ def file_broken(stale) -> ServiceError:
                         served=stale.served)
 
 
+def term_in_use(singular: str) -> ServiceError:
+    """A term the caller may delete, used by events the caller may not edit: deleting it would
+    edit those events in the caller's name. Says nothing of which events or how many."""
+    return ServiceError("calendar-term-in-use", f"This {singular} is used by events you may not edit, so it was "
+                        "not deleted. An editor or administrator can delete it.", CONFLICT)
+
+
 def remote_unavailable(message: str) -> ServiceError:
     """The git remote could not be reached or refused the push; nothing was changed."""
     return ServiceError("calendar-remote-unavailable", message, UNAVAILABLE)

@@ -112,7 +112,7 @@ class RecordHistory:
             raise missing
         return past, old
 
-    def changes(self, since: str | None, user: User | None) -> tuple[list[dict] | None, str]:
+    def changes(self, since: str | None, user: User | None, catch_up=None) -> tuple[list[dict] | None, str]:
         """The net changes since ``since`` (a ``next_token``) and the token of now.
 
         Returns (None, token) without ``since``. Each record appears once, compared as it was
@@ -125,14 +125,16 @@ class RecordHistory:
         Raises ``rest_changes_token_expired`` (gone) for a token that is malformed or not a commit
         of the branch (history rewritten): the client must resync. A well-formed token this
         replica does not know (it may come from a replica that is ahead) makes it pull from the
-        git remote first; 410 only when the token is not in the remote's history either.
+        git remote first (``catch_up``, else the one given at construction); 410 only when the
+        token is not in the remote's history either.
         """
+        catch_up = catch_up or self.catch_up
         snapshot = self.catalog.current()
         if since is None:
             return None, snapshot.commit or ZERO
         if not isinstance(since, str) or not COMMIT_ID.fullmatch(since):
             raise errors.changes_token_expired()
-        if since != ZERO and not self._on_branch(since, snapshot.commit) and self.catch_up(since):
+        if since != ZERO and not self._on_branch(since, snapshot.commit) and catch_up(since):
             snapshot = self.catalog.current()
         head = snapshot.commit
         token = head or ZERO

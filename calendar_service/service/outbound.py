@@ -2,8 +2,9 @@
 
 A target URL is ``http`` or ``https`` with a host name and no credentials. Its host is
 resolved and every address checked: private, loopback, link-local, multicast, reserved,
-unspecified, shared (carrier-grade NAT) and other non-global addresses are refused (an
-IPv4-mapped IPv6 address is checked as the IPv4 address it maps), unless they are in the
+unspecified, shared (carrier-grade NAT), every block of IANA's special-purpose registries and
+other non-global addresses are refused (an IPv4-mapped IPv6 address is checked as the IPv4
+address it maps), unless they are in the
 networks ``CALENDAR_WEBHOOK_ALLOW_PRIVATE`` allows. The check runs when a subscription is
 made and again at each delivery, and the request connects to the very address that was
 checked (the name is not resolved a second time, so there is no DNS-rebinding window).
@@ -62,15 +63,32 @@ def parse(url: str) -> tuple[str, str, int, str]:
     return scheme, host, port or (443 if scheme == "https" else 80), path
 
 
+# Every block of IANA's special-purpose address registries (IPv4 and IPv6), refused whatever
+# ``ipaddress`` says of it: some are marked globally reachable (anycast relays, AS112, AMT,
+# NAT64 prefixes that reach any IPv4 address, documentation ranges newer than Python's tables),
+# and none is a place a webhook receiver lives.
+SPECIAL_PURPOSE = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24",
+    "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+    "240.0.0.0/4", "255.255.255.255/32",
+    "::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+    "2001::/23", "2001::/32", "2001:2::/48", "2001:3::/32", "2001:4:112::/48", "2001:10::/28", "2001:20::/28",
+    "2001:30::/28", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7",
+    "fe80::/10", "fec0::/10"))
+
+
 def allowed(address: str, allow: tuple[str, ...]) -> bool:
-    """Whether ``address`` may be connected to: a global address, or one in ``allow``."""
+    """Whether ``address`` may be connected to: a global address outside every special-purpose
+    block, or one in ``allow``."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     if "*" in allow or any(ip in ipaddress.ip_network(n, strict=False) for n in allow):
         return True
     bad = (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved
-           or ip.is_unspecified or not ip.is_global)
+           or ip.is_unspecified or not ip.is_global
+           or any(ip.version == net.version and ip in net for net in SPECIAL_PURPOSE))
     if isinstance(ip, ipaddress.IPv6Address) and ip.sixtofour is not None:
         bad = bad or not allowed(str(ip.sixtofour), allow)
     return not bad
@@ -91,7 +109,7 @@ def check(url: str, allow: tuple[str, ...]) -> Target:
     for address in addresses:
         if not allowed(address, allow):
             raise TargetRefused(f"The host {host} resolves to {address.split('%', 1)[0]}, a private, loopback, "
-                                "link-local or reserved address, which webhooks may not call "
+                                "link-local, reserved or special-purpose address, which webhooks may not call "
                                 "(see CALENDAR_WEBHOOK_ALLOW_PRIVATE).")
     return Target(scheme, host, port, path, addresses[0])
 

@@ -29,15 +29,16 @@ SCOPES = ("this", "following", "all")
 _SERIES_KEYS = ("recurrence", "exceptions")
 
 
-def find_occurrence(snapshot: Snapshot, ident: int, site_tz) -> tuple[Record, datetime] | None:
+def find_occurrence(snapshot: Snapshot, ident: int, site_tz, visible=None) -> tuple[Record, datetime] | None:
     """(series record, original local start) of an occurrence id that names an occurrence of an
-    event series at ``snapshot``, else None (an ordinary id, or no such occurrence)."""
+    event series at ``snapshot``, else None (an ordinary id, or no such occurrence). A series
+    ``visible(record)`` denies is not expanded and answers None, as an unknown id does."""
     split = split_occurrence_id(ident)
     if split is None:
         return None
     series_id, original = split
     record = snapshot.get(EVENTS, series_id)
-    if record is None:
+    if record is None or (visible is not None and not visible(record)):
         return None
     try:
         series = series_of(record, site_tz)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
+from typing import Callable
 
 from calendar_service.config import Settings
 from calendar_service.service import errors
@@ -21,6 +23,8 @@ log = logging.getLogger(__name__)
 PULL_ATTEMPTS = 3       # pulls tried while editors keep committing in the checkout
 SHORT_COMMIT = 12       # hex digits of a commit id shown in the log
 JOIN_SECONDS = 5.0      # how long close() waits for the pull thread to finish a pull under way
+REUSE_SECONDS = 5.0     # how long the answer of a look at the remote serves the same token again
+REUSE_SIZE = 1024       # tokens whose answer is kept for REUSE_SECONDS (the oldest is dropped)
 
 
 class RemoteSync:
@@ -216,3 +220,58 @@ class HeadFollower:
                 if repr(exc) != self.failing:
                     log.exception("following the branch head failed (retrying every %g s)", self.interval)
                 self.failing = repr(exc)
+
+
+class SharedLook:
+    """Looks at the remote on behalf of many callers (a change token this replica does not know):
+    at most one look runs at a time, every caller arriving while it runs takes its outcome
+    (a result or the same error) instead of starting another, and a token asked about again
+    within REUSE_SECONDS gets the outcome of the look it caused, while the branch has not
+    moved (at most REUSE_SIZE tokens are remembered). ``look(token)`` does the work: it
+    returns whether the branch may have moved."""
+
+    def __init__(self, look: Callable[[str], bool], head: Callable[[], str | None], clock=time.monotonic):
+        self._look = look
+        self._head = head
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._running = False
+        self._finished = 0                 # looks finished so far
+        self._outcome: tuple = (False, None)   # the last look's (result, error)
+        self._recent: OrderedDict = OrderedDict()   # token -> (time, head after its look, result)
+        self.looks = 0                     # looks started (a figure for tests and benchmarks)
+
+    def __call__(self, token: str) -> bool:
+        now = self._clock()
+        with self._cond:
+            known = self._recent.get(token)
+            if known is not None and now - known[0] < REUSE_SECONDS and known[1] == self._head():
+                return known[2]
+            if self._running:  # one is under way: wait for it and take its outcome
+                ticket = self._finished
+                while self._finished == ticket:
+                    self._cond.wait()
+                result, error = self._outcome
+                if error is not None:
+                    raise error
+                return result
+            self._running = True
+            self.looks += 1
+        result, error = False, None
+        try:
+            result = self._look(token)
+        except Exception as exc:  # handed to every waiter, then raised here too
+            error = exc
+        with self._cond:
+            self._running = False
+            self._finished += 1
+            self._outcome = (result, error)
+            if error is None:
+                self._recent[token] = (self._clock(), self._head(), result)
+                self._recent.move_to_end(token)
+                while len(self._recent) > REUSE_SIZE:
+                    self._recent.popitem(last=False)
+            self._cond.notify_all()
+        if error is not None:
+            raise error
+        return result

@@ -12,7 +12,10 @@ competes for the delivery lease in that database; the one process holding it:
    in one transaction. A branch that was force-moved (the cursor is no longer in its history)
    gives one delivery of the net changes from the cursor's commit to the new head, marked
    ``replaced``;
-2. *delivers*: per subscription the oldest undelivered entry first (commit order), signed as
+2. *delivers*: per subscription the oldest undelivered entry first (commit order), one at a
+   time per subscription, up to ``CALENDAR_WEBHOOK_WORKERS`` subscriptions at once on a pool of
+   delivery threads (a receiver that hangs holds one worker until the timeout, never the
+   others, and never the thread that produces and renews the lease), signed as
    Standard Webhooks (``webhook-id`` fixed per delivery, so a retry or a repeat after a crash
    carries the same id), retried with exponential backoff; a run of
    ``CALENDAR_WEBHOOK_MAX_FAILURES`` failures disables the subscription.
@@ -23,6 +26,7 @@ webhook and never fails because of one.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import logging
 import os
@@ -81,6 +85,9 @@ class Webhooks:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stuck: str | None = None  # why production waits (logged once)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None   # the delivery workers
+        self._busy: set[int] = set()     # subscriptions with a delivery under way (one each: commit order)
+        self._busy_lock = threading.Lock()
 
     # ------------------------------------------------------------------------- management
 
@@ -254,14 +261,51 @@ class Webhooks:
 
     # ------------------------------------------------------------------------- delivering
 
-    def deliver_due(self) -> float | None:
-        """Attempt every delivery whose time has come; returns when the next one is due."""
+    def deliver_due(self, wait: bool = False) -> float | None:
+        """Start every delivery whose time has come on the delivery workers (a subscription with
+        one under way waits for it: its next one is due only once that one is done); returns when
+        the next one is due. With ``wait``, returns once the started deliveries are done."""
+        with self._busy_lock:
+            # taken before the queue is read: a worker records its attempt, then leaves the set, so
+            # a subscription not in it now has its last attempt in what the query reads
+            busy = set(self._busy)
         due, later = self.db.due(time.time())
+        started = []
         for delivery in due:
             if self._stop.is_set() or not self._renew():
                 return None
-            self._attempt(delivery)
+            sub = delivery["subscription"]
+            with self._busy_lock:
+                if sub in busy or sub in self._busy:
+                    continue
+                self._busy.add(sub)
+            try:
+                started.append(self._workers().submit(self._deliver, delivery))
+            except RuntimeError:  # the pool is shut down: closing
+                with self._busy_lock:
+                    self._busy.discard(sub)
+                return None
+        if wait:
+            concurrent.futures.wait(started)
         return later
+
+    def _workers(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, int(self.settings.webhook_workers)), thread_name_prefix="calendar-webhook-send")
+        return self._pool
+
+    def _deliver(self, delivery: dict) -> None:
+        """One attempt on a delivery worker; then the loop looks again (the subscription's next
+        delivery may be due now)."""
+        try:
+            self._attempt(delivery)
+        except Exception:
+            log.exception("webhooks: delivery %s failed", delivery.get("message_id"))
+        finally:
+            with self._busy_lock:
+                self._busy.discard(delivery["subscription"])
+            self._wake.set()
 
     def _attempt(self, d: dict) -> None:
         stamp = datetime.now(timezone.utc)
@@ -347,6 +391,8 @@ class Webhooks:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_SECONDS + self.settings.webhook_timeout)
+        if self._pool is not None:  # attempts under way end within the timeout (their watchdog)
+            self._pool.shutdown(wait=True, cancel_futures=True)
         if self._lease_until > time.time():
             try:
                 self.db.release_lease(self.worker_id)

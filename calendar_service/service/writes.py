@@ -262,13 +262,12 @@ class WritePlanner:
             return f'Update {resource.singular} {record.id} "{data[resource.title_key]}"', (resource, record.id)
         return build
 
-    def delete(self, record: Record):
+    def delete(self, record: Record, user: User | None = None):
         """Trash a post or delete a term for good (removing it from the events that carry it,
-        its child categories move up).
-
-        Trashing changes the trashed record only: events keep naming a trashed venue or
-        organizer (embeds leave it out), so restoring it links it again, and a caller never
-        changes events it may not edit by trashing its own venue."""
+        in a commit by ``user``, refused with 409 ``calendar-term-in-use`` when ``user`` may not
+        edit one of them; its child categories move up). Trashing changes the trashed record
+        only: events keep naming a trashed venue or organizer (embeds leave it out), so
+        restoring it links it again, and nobody changes others' events by trashing a venue."""
         resource = record.resource
 
         def build(plan: WritePlan):
@@ -276,7 +275,11 @@ class WritePlanner:
             if current is None:
                 raise errors.conflict(f"{resource.singular} {record.id} was removed meanwhile")
             if resource.kind == "term":
-                unlink(plan, REFERENCE_KEYS[resource.name], current)
+                key = REFERENCE_KEYS[resource.name]
+                carriers = plan.snapshot.events_referencing(key, current)
+                if user is not None and not all(permissions.can_edit(user, e) for e in carriers):
+                    raise errors.term_in_use(resource.singular)
+                unlink(plan, key, current)
                 plan.remove(current)
                 self._reparent_children(plan, current)
                 return f'Delete {resource.singular} {record.id} "{current.title}"', None

@@ -251,6 +251,14 @@ class ObjectStore:
         with self._io:
             return self._open().odb.stream(sha).read()
 
+    def read_tree(self, sha: bytes) -> bytes:
+        """The content of the tree ``sha``; ValueError when the object is of another type."""
+        with self._io:
+            stream = self._open().odb.stream(sha)
+            if stream.type != b"tree":
+                raise ValueError(f"object {sha.hex()} is a {stream.type.decode()}, not a tree")
+            return stream.read()
+
     def _open(self) -> git.Repo:
         """GitPython's Repo, opened on first use."""
         with self._io:

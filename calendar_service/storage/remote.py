@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -36,6 +37,10 @@ REPLACED_REF_PREFIX = "refs/calendar/replaced/"   # local heads given up when th
 RACE_WORDS = ("fetch first", "non-fast-forward", "stale info", "cannot lock", "failed to lock", "unable to lock",
               "failed to update ref", "incorrect old value")
 KEPT_HEADERS = (b"author ", b"committer ", b"encoding ")   # what a replayed commit keeps of the original
+# what git on the remote says when it cannot send the remote head (upload-pack's walk stopped)
+UNSENDABLE_ENTRY = re.compile(r"entry '([^'\n]*)' in tree [0-9a-f]{40} has tree mode, but is not a tree")
+UNSENDABLE_OBJECT = re.compile(r"(?:bad tree object|[Oo]bject) ([0-9a-f]{40})")
+REMOTE_CORRUPTION = "possible repository corruption on the remote side"
 
 
 @dataclass
@@ -140,9 +145,31 @@ class Remote:
         stderr = proc.stderr.decode("utf-8", "replace")
         if any(msg.lower() in stderr.lower() for msg in FSCK_MESSAGES) or "fsck" in stderr:
             raise self._diagnose(current, stderr)
+        unsendable = self._unsendable(stderr)
+        if unsendable is not None:
+            raise unsendable
         if self.head() is None:  # reachable, but the branch does not exist (yet)
             return None
         raise RemoteUnavailable(self._message("fetch", proc.stderr))
+
+    def _unsendable(self, stderr: str) -> PullRefused | None:
+        """The refusal of a remote head git on the remote cannot send: a tree entry whose mode
+        says folder points at a file (or a file entry at a folder), so the remote's pack-objects
+        stops while walking the commit and sends nothing. The remote is reachable; its state is
+        what is refused, naming its head, the object, and the entry when git's message names the
+        folder entry itself (no tree of the commit can be read here to name more)."""
+        if REMOTE_CORRUPTION not in stderr and "not a tree" not in stderr:
+            return None
+        try:
+            head = self.head()
+        except RemoteUnavailable:
+            return None
+        named = UNSENDABLE_ENTRY.search(stderr)
+        found = UNSENDABLE_OBJECT.search(stderr)
+        what = f"the object {found.group(1)}" if found else "an object"
+        return PullRefused(head, named.group(1) if named else "",
+                           f"a tree entry whose mode says folder (40000) points at {what}, which is not a tree "
+                           "(or the remote's repository is damaged): git on the remote cannot send this commit")
 
     def _diagnose(self, current: str | None, stderr: str) -> PullRefused:
         """The refusal of a fetch git's object checks stopped: the remote's commit and the first
@@ -253,7 +280,7 @@ class Follower:
         with self._lock:
             try:
                 found = first_problem(self._objects.tree_of(remote),
-                                      self._objects.tree_of(local) if local else None, self._objects.read)
+                                      self._objects.tree_of(local) if local else None, self._objects.read_tree)
             except Exception as exc:  # a tree git's checks let through but that cannot be read
                 raise PullRefused(remote, "", f"unreadable tree ({type(exc).__name__})") from None
         if found:

@@ -1,6 +1,8 @@
 """History routes: a record's revisions, a past version, and the change feed."""
 from __future__ import annotations
 
+from flask import request
+
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http.call import Call
 from calendar_service.http.handlers.records import target
@@ -30,7 +32,8 @@ def handle_revision(call: Call):
 
 
 def handle_changes(call: Call):
-    changes, token = call.service.changes(call.args.get("since"), call.user)
+    client = call.service.accounts.limits.client(request)
+    changes, token = call.service.changes(call.args.get("since"), call.user, client)
     if changes is None:
         return {"next_token": token}, 200
     return {"changes": changes, "next_token": token}, 200

@@ -24,7 +24,9 @@ def scoped_target(call: Call) -> tuple[Record, datetime, str] | None:
     record = call.record
     if record is None:
         ident = call.args.get("id")
-        found = find_occurrence(call.snapshot, ident, call.service.site_tz) if isinstance(ident, int) else None
+        found = (find_occurrence(call.snapshot, ident, call.service.site_tz,
+                                 lambda series: call.service.may_see(series, call.user))
+                 if isinstance(ident, int) else None)
         if found is None:
             return None
         return found[0], found[1], call.args.get("recurrence_scope") or "this"
