@@ -206,12 +206,7 @@ class CalendarService:
         """The occurrence of a recurring series an occurrence id names (None: no such occurrence,
         or one of a series ``user`` may not read, which answers exactly as an unknown id does)."""
         return occurrences.occurrence_by_id(snapshot or self.snapshot(), rid, self.site_tz,
-                                            lambda series: self.may_see(series, user))
-
-    @staticmethod
-    def may_see(record: Record, user: User | None) -> bool:
-        """Whether ``user`` may know that ``record`` exists (and so address its occurrences)."""
-        return permissions.can_read(user, record)
+                                            lambda series: permissions.can_read(user, series))
 
     def list_linked(self, resource: Resource, query: queries.LinkedQuery, user: User | None,
                     snapshot: Snapshot | None = None) -> queries.Page:

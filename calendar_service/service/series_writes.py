@@ -214,7 +214,8 @@ class SeriesPlanner:
         try:
             return apply(series, original, changes, **kwargs)
         except RecurrenceError as exc:
-            raise errors.invalid_param("recurrence", "; ".join(str(p) for p in exc.problems) + ".") from None
+            raise errors.invalid_param("recurrence", "; ".join(str(p) for p in exc.problems
+                                                              if p.severity == "error") + ".") from None
         except ValueError as exc:
             raise errors.invalid_param("recurrence_scope", f"{exc}.") from None
 

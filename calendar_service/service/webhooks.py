@@ -85,9 +85,7 @@ class Webhooks:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stuck: str | None = None  # why production waits (logged once)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None   # the delivery workers
-        self._busy: set[int] = set()     # subscriptions with a delivery under way (one each: commit order)
-        self._busy_lock = threading.Lock()
+        self._pool = DeliveryPool(settings.webhook_workers, self._attempt, self._wake.set)
 
     # ------------------------------------------------------------------------- management
 
@@ -265,47 +263,20 @@ class Webhooks:
         """Start every delivery whose time has come on the delivery workers (a subscription with
         one under way waits for it: its next one is due only once that one is done); returns when
         the next one is due. With ``wait``, returns once the started deliveries are done."""
-        with self._busy_lock:
-            # taken before the queue is read: a worker records its attempt, then leaves the set, so
-            # a subscription not in it now has its last attempt in what the query reads
-            busy = set(self._busy)
+        busy = self._pool.busy()  # before the queue is read (see DeliveryPool.busy)
         due, later = self.db.due(time.time())
         started = []
         for delivery in due:
             if self._stop.is_set() or not self._renew():
                 return None
-            sub = delivery["subscription"]
-            with self._busy_lock:
-                if sub in busy or sub in self._busy:
-                    continue
-                self._busy.add(sub)
-            try:
-                started.append(self._workers().submit(self._deliver, delivery))
-            except RuntimeError:  # the pool is shut down: closing
-                with self._busy_lock:
-                    self._busy.discard(sub)
-                return None
+            if delivery["subscription"] in busy:
+                continue
+            future = self._pool.start(delivery)
+            if future is not None:
+                started.append(future)
         if wait:
             concurrent.futures.wait(started)
         return later
-
-    def _workers(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(1, int(self.settings.webhook_workers)), thread_name_prefix="calendar-webhook-send")
-        return self._pool
-
-    def _deliver(self, delivery: dict) -> None:
-        """One attempt on a delivery worker; then the loop looks again (the subscription's next
-        delivery may be due now)."""
-        try:
-            self._attempt(delivery)
-        except Exception:
-            log.exception("webhooks: delivery %s failed", delivery.get("message_id"))
-        finally:
-            with self._busy_lock:
-                self._busy.discard(delivery["subscription"])
-            self._wake.set()
 
     def _attempt(self, d: dict) -> None:
         stamp = datetime.now(timezone.utc)
@@ -391,14 +362,71 @@ class Webhooks:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_SECONDS + self.settings.webhook_timeout)
-        if self._pool is not None:  # attempts under way end within the timeout (their watchdog)
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.close()
         if self._lease_until > time.time():
             try:
                 self.db.release_lease(self.worker_id)
             except Exception as exc:  # closing must not fail
                 log.warning("webhooks: could not release the lease: %s", exc)
         self.db.close()
+
+
+class DeliveryPool:
+    """Delivery attempts on at most ``workers`` threads, one at a time per subscription (so one
+    subscription's deliveries keep their commit order while a hanging receiver holds only its
+    own worker). ``attempt(delivery)`` makes one attempt; ``done()`` is called after each."""
+
+    def __init__(self, workers: int, attempt, done):
+        self._workers = max(1, int(workers))
+        self._attempt = attempt
+        self._done = done
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._busy: set[int] = set()   # subscriptions with an attempt under way
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def busy(self) -> set[int]:
+        """The subscriptions with an attempt under way. A worker records its attempt in the
+        database before it leaves this set, so a subscription missing from a copy taken before
+        reading the queue has its last attempt in what the read sees."""
+        with self._lock:
+            return set(self._busy)
+
+    def start(self, delivery: dict) -> concurrent.futures.Future | None:
+        """Start an attempt at ``delivery``; None when its subscription has one under way or the
+        pool is closed."""
+        sub = delivery["subscription"]
+        with self._lock:
+            if sub in self._busy or self._closed:
+                return None
+            self._busy.add(sub)
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._workers, thread_name_prefix="calendar-webhook-send")
+        try:
+            return self._executor.submit(self._run, delivery)
+        except RuntimeError:  # shut down: closing
+            with self._lock:
+                self._busy.discard(sub)
+            return None
+
+    def _run(self, delivery: dict) -> None:
+        try:
+            self._attempt(delivery)
+        except Exception:
+            log.exception("webhooks: delivery %s failed", delivery.get("message_id"))
+        finally:
+            with self._lock:
+                self._busy.discard(delivery["subscription"])
+            self._done()
+
+    def close(self) -> None:
+        """Stop taking attempts; wait for those under way (each ends within the timeout)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+            self._closed = True
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _reason(exc: OSError) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from calendar_service.domain import occurrences
+from calendar_service.domain import occurrences, permissions
 from calendar_service.domain.record import Record
 from calendar_service.domain.recurrence import RecurrenceError, occurrence_at
 from calendar_service.domain.recurrence.record import series_of
@@ -25,7 +25,7 @@ def scoped_target(call: Call) -> tuple[Record, datetime, str] | None:
     if record is None:
         ident = call.args.get("id")
         found = (find_occurrence(call.snapshot, ident, call.service.site_tz,
-                                 lambda series: call.service.may_see(series, call.user))
+                                 lambda series: permissions.can_read(call.user, series))
                  if isinstance(ident, int) else None)
         if found is None:
             return None
