@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import pickle
-import shutil
 import sys
 import threading
 from importlib import metadata
@@ -24,7 +23,7 @@ import pytest
 import calendar_service
 from calendar_service.storage import records_cache
 
-from conftest import Client, set_cached
+from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 6
 PINNED_DIGEST = "f0c0c7eddf60cc6b328e983f3451ffca65a078b3be2d9104d374f9c238690340"
@@ -165,7 +164,7 @@ def test_a_cache_written_under_another_format_is_not_read(paths, make_app, repo,
     from calendar_service.storage import catalog
     monkeypatch.setattr(catalog, "CACHE_MIN_FILES", 1)
     event = factory.event(title="From the file")
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     make_app()
     _wait_for_cache_writes()
     cache = paths["index_dir"] / "records.cache"
