@@ -10,7 +10,9 @@ import pickle
 import re
 import shutil
 import subprocess
+import threading
 import time
+import weakref
 import zlib
 from pathlib import Path
 
@@ -59,8 +61,29 @@ def make_app(paths):
     """Build an app on this test's repository; extra settings by keyword."""
     def build(**overrides):
         config = {**paths, "seed_sample": False, "site_timezone": "UTC", **overrides}
-        return create_app(config)
+        app = create_app(config)
+        _BUILT.add(app.extensions["calendar"])
+        return app
     return build
+
+
+# the services make_app built (kept while their app lives): their follower threads write to the
+# index directory in the background, so ``remove_index`` waits for them first
+_BUILT: "weakref.WeakSet" = weakref.WeakSet()
+INDEX_THREADS = ("calendar-index", "calendar-records-cache")   # calendar-index-follow, -repair too
+
+
+def remove_index(index_dir: Path, timeout: float = 20.0) -> None:
+    """Delete the index directory (derived data) once no live service of the test writes to it:
+    every follower at the branch head, no index or records-cache thread running."""
+    for service in list(_BUILT):
+        if not service._closed.is_set():
+            followed(service, timeout)
+    deadline = time.monotonic() + timeout
+    while any(t.name.startswith(INDEX_THREADS) for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "an index thread kept running"
+        time.sleep(0.02)
+    shutil.rmtree(index_dir)
 
 
 def followed(app_or_service, timeout: float = 20.0) -> None:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import shutil
 import threading
 
 import pytest
 
-from conftest import Client, cached_data, pack_cached, set_cached
+from conftest import Client, cached_data, pack_cached, remove_index, set_cached
 
 EVENTS = "/events?per_page=50&status=publish,draft,private"
 MARK = "Only in the cache"
@@ -55,7 +54,7 @@ def cached(paths, make_app, factory, small_cache):
     category = factory.category()
     venue = factory.venue()
     ids = [factory.event(categories=[category["id"]], venue=venue["id"])["id"] for _ in range(3)]
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     fresh = _answers(make_app())
     _wait_for_cache()
     cache = paths["index_dir"] / "records.cache"

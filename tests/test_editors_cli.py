@@ -185,13 +185,15 @@ def test_new_writes_valid_files_without_an_id(content, capsys):
                                                    "tags/outdoor.yaml", "organizers/arts-council.yaml",
                                                    "categories/workshops.yaml")]
     event = (content / "events/2030/06/jazz-night.md").read_text()
-    # no id: one picked here could be handed out by the API meanwhile; the service gives it one
-    assert event.startswith("---\ntitle: Jazz Night!\nslug: jazz-night\nstatus: publish\n")
+    # no id: one picked here could be handed out by the API meanwhile; the service fills in the
+    # empty id: line at the top (its commit then merges with the editor's next edit)
+    assert event.startswith("---\n" + ID_PLACEHOLDER + "title: Jazz Night!\nslug: jazz-night\nstatus: publish\n")
     assert "start_date: '2030-06-01 20:00:00'\nend_date: '2030-06-01 23:00:00'\ntimezone: Europe/Berlin\n" in event
-    assert "id" not in yaml.safe_load((content / "venues/riverside-hall.yaml").read_text())
+    venue = (content / "venues/riverside-hall.yaml").read_text()
+    assert venue.startswith(ID_PLACEHOLDER) and yaml.safe_load(venue)["id"] is None
     assert yaml.safe_load((content / "organizers/arts-council.yaml").read_text())["status"] == "draft"
     assert yaml.safe_load((content / "categories/workshops.yaml").read_text()) == {
-        "name": "Workshops", "slug": "workshops", "description": "Learn"}
+        "id": None, "name": "Workshops", "slug": "workshops", "description": "Learn"}
     assert main(["validate", str(content)]) == 0
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ import pytest
 import yaml
 from dateutil.relativedelta import relativedelta
 
-from conftest import API, Client, followed
+from conftest import API, Client, followed, remove_index
 
 BASE = "http://localhost" + API
 FMT = "%Y-%m-%d %H:%M:%S"
@@ -1016,7 +1015,7 @@ def test_a_small_repository_without_an_index_is_indexed_without_a_request(make_a
     content.commit()
     if case == "restart after deleting the index":
         settle(svc, anon, repo)
-        shutil.rmtree(paths["index_dir"])
+        remove_index(paths["index_dir"])
         app = make_app()
         svc = app.extensions["calendar"]
         anon = Client(app.test_client(), None)
@@ -1091,7 +1090,7 @@ def cal_index(app, repo) -> Cal:
 def test_deleted_index_is_rebuilt_when_the_app_starts(make_app, repo, paths):
     cal = Cal(make_app(), repo, "index")
     made = many(cal, 12)
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     app = make_app()
     svc = app.extensions["calendar"]
     anon = Client(app.test_client(), None)
@@ -1190,7 +1189,7 @@ def test_reindex_command_rebuilds_and_prints_the_count(make_app, repo, paths):
     made = many(cal, 7)
     cal.content.venue("Not an event")
     cal.commit()
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     env = {**os.environ, "CALENDAR_CONTENT_DIR": str(paths["content_dir"]),
            "CALENDAR_INDEX_DIR": str(paths["index_dir"]), "CALENDAR_USERS_FILE": str(paths["users_file"]),
            "CALENDAR_TIMEZONE": "UTC", "PYTHONPATH": str(MAIN)}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import pickle
-import shutil
 import sys
 import threading
 from importlib import metadata
@@ -24,7 +23,7 @@ import pytest
 import calendar_service
 from calendar_service.storage import records_cache
 
-from conftest import Client, set_cached
+from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 6
 PINNED_DIGEST = 'b76cde2b6955bf1c648cd1e9aba1225f97f0bd8804ffb579e2f8c801af21b62c'
@@ -161,13 +160,11 @@ def fresh_version():
     records_cache.cache_version.cache_clear()
 
 
-def test_a_cache_written_under_another_format_is_not_read(paths, app, make_app, repo, factory, monkeypatch,
-                                                          fresh_version):
+def test_a_cache_written_under_another_format_is_not_read(paths, make_app, repo, factory, monkeypatch, fresh_version):
     from calendar_service.storage import catalog
     monkeypatch.setattr(catalog, "CACHE_MIN_FILES", 1)
     event = factory.event(title="From the file")
-    app.extensions["calendar"].close()   # its follower thread writes in the index folder
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     make_app()
     _wait_for_cache_writes()
     cache = paths["index_dir"] / "records.cache"

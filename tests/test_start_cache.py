@@ -9,13 +9,12 @@ what they show is unchanged (embedded venues, organizers, terms and the terms' c
 from __future__ import annotations
 
 import pickle
-import shutil
 import threading
 import time
 
 import pytest
 
-from conftest import Client, set_cached
+from conftest import Client, remove_index, set_cached
 
 ROUTES = ("/events?per_page=50&status=publish,draft,private", "/venues?per_page=50", "/organizers?per_page=50",
           "/categories?per_page=50", "/tags?per_page=50")
@@ -55,7 +54,7 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
                      "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\nText\n")
     index_dir = paths["index_dir"]
 
-    shutil.rmtree(index_dir)          # derived data: a start rebuilds it (and writes the cache)
+    remove_index(index_dir)          # derived data: a start rebuilds it (and writes the cache)
     fresh = _everything(make_app(), "/events/900")
     _wait_for_cache()
     cache = index_dir / "records.cache"
@@ -74,12 +73,12 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
 
     # a commit later the start derives from the cache's snapshot: the same answers as without it,
     # the new count of the category and the git dates of the changed file included
-    shutil.rmtree(index_dir)
+    remove_index(index_dir)
     make_app()
     _wait_for_cache()
     repo.commit_file(path, repo("show", f"HEAD:{path}").replace("title: ", "title: Edited ", 1))
     derived = _everything(make_app(), "/events/900")
-    shutil.rmtree(index_dir)
+    remove_index(index_dir)
     assert _everything(make_app(), "/events/900") == derived
     assert any(e["title"].startswith("Edited ") for e in derived[ROUTES[0]]["events"])
 
@@ -95,7 +94,7 @@ def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_boun
         factory.event(categories=[category["id"]], venue=venue["id"], tags=[f"tag-{n % 2}"])
     repo.commit_file("events/by-hand.md", "---\nid: 900\nslug: by-hand\ntitle: By hand\n"
                      "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\nText\n")
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     fresh = _everything(make_app(), "/events/900")
     _wait_for_cache()
 
@@ -139,7 +138,7 @@ def test_protected_events_are_known_from_the_cache_without_reading_every_record(
     adds one is followed."""
     hidden = factory.event(title="Garden party", description="Bring a zebracorn costume", password="sesame")
     plain = factory.event(title="Zoo visit", description="See the zebracorn enclosure")
-    shutil.rmtree(paths["index_dir"])
+    remove_index(paths["index_dir"])
     make_app()
     _wait_for_cache()
     app = make_app()
