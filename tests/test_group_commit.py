@@ -119,7 +119,8 @@ def test_a_group_the_branch_moved_under_is_computed_again_on_the_editors_commit(
     def commit_then_editor_commits(*args, **kwargs):
         commit = queued(*args, **kwargs)
         if not moved:   # the API's commit is queued, not yet on the branch: an editor commits in the checkout
-            repo.commit_file("venues/editors-hall.yaml", "venue: Editor's hall\n", "Editor's venue")
+            # (with its id: the follower thread would otherwise give it one in a commit of its own)
+            repo.commit_file("venues/editors-hall.yaml", "id: 900\nvenue: Editor's hall\n", "Editor's venue")
             moved.append((commit, repo.head()))
         return commit
 

@@ -15,6 +15,7 @@ import pytest
 from calendar_service.cli.commands import main
 from calendar_service.domain import recurrence as rec
 from calendar_service.domain.recurrence import limits
+from conftest import followed
 from test_remote import EDITOR, bare, editor_clone, instance, instances, remote, remote_url  # noqa: F401
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -265,6 +266,7 @@ def test_a_pushed_file_with_an_extreme_until_or_a_flood_costs_only_itself(instan
         assert answer.status_code == 200, (path, answer.get_json())
     assert client.get("/readyz").status_code in (200, 503)
     assert time.perf_counter() - started < 20
+    followed(a.app)   # the follower thread gives the new files ids (a read never does)
     titles = {e["title"] for e in a.admin.get("/events", query_string={"start_date": "2027-09-01",
                                                                       "per_page": 50}).get_json()["events"]}
     assert titles == {"Far"}
@@ -277,6 +279,7 @@ def test_a_pushed_file_with_an_extreme_until_or_a_flood_costs_only_itself(instan
     editor(*EDITOR, "commit", "-q", "-m", "Remove them")
     editor("push", "-q", "origin", "HEAD:main")
     assert a.hook().status_code == 200
+    followed(a.app)
     assert [e["title"] for e in a.admin.get("/events").get_json()["events"]] == ["Before"]
     assert a.admin.get("/status").get_json()["skipped"] == []
 
