@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from calendar_service.storage.catalog import LAST_GOOD_COMMITS, LAST_GOOD_FILES, LAST_GOOD_VERSIONS, Catalog
+from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.last_good import LAST_GOOD_COMMITS, LAST_GOOD_FILES, LAST_GOOD_VERSIONS
 from calendar_service.storage.store import GitStore
 
 GIT = ["git", "-c", "user.name=Bench", "-c", "user.email=bench@example.org"]
