@@ -129,3 +129,22 @@ def test_status_lists_files_waiting_for_an_id(instance, bare, tmp_path):  # noqa
     assert a.admin.get("/status").get_json()["waiting_for_id"] == []
     titles = [e["title"] for e in a.admin.get("/events?start_date=2000-01-01&end_date=2040-01-01").get_json()["events"]]
     assert sorted(titles) == ["No id yet", "Seed"]
+
+
+def test_status_shows_files_in_content_folders_the_service_does_not_read(app, repo, admin, anon, factory):
+    """A file in a content folder with another extension (``.txt``, ``.yaml`` beside events) is
+    never read, but operators see it as ``validate`` shows it; dot files (``.gitkeep``) are not listed."""
+    event = factory.event(title="Still here")
+    repo.commit_files({"events/notes.txt": "title: not an event\n", "events/party.yaml": "title: Party\n",
+                       "venues/.gitkeep": ""}, "Files the service does not read")
+    followed(app)
+    status = admin.get("/status").get_json()
+    warned = {s["path"]: s for s in status["skipped"]}
+    assert warned["events/notes.txt"]["severity"] == "warning"
+    assert "not read by the service" in warned["events/party.yaml"]["message"]
+    assert "venues/.gitkeep" not in warned
+    assert status["skipped_files"] == 0   # warnings: nothing that should be served is missing
+    assert anon.get(f"/events/{event['id']}").status_code == 200
+    repo.commit_files({"events/notes.txt": None}, "Remove the notes")
+    followed(app)
+    assert "events/notes.txt" not in {s["path"] for s in admin.get("/status").get_json()["skipped"]}

@@ -41,6 +41,7 @@ CACHE_REFRESH_HEADS = 100
 CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
 SKIPS_LOGGED = 20        # files skipped with errors logged one by one per new head; the rest counted
+NOT_READ = "not read by the service (wrong folder or extension)"
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
 WRITTEN_SNAPSHOTS = GROUP_LIMIT + 1   # snapshots of commits written here, not yet on the branch
 
@@ -75,8 +76,7 @@ def load_directory(root) -> Snapshot:
                 continue
             path = file.relative_to(root).as_posix()
             if record_files.resource_of_path(path) is None:
-                files[path] = ("", None, (FileProblem(path, 1, "not read by the service (wrong folder or extension)",
-                                                  "warning"),))
+                files[path] = ("", None, (FileProblem(path, 1, NOT_READ, "warning"),))
                 continue
             size = file.stat().st_size
             if size > file_limits.LIMITS.file_bytes:   # not read: it could be any size
@@ -254,8 +254,14 @@ class Catalog:
         for path, blob in changed.items():
             if blob is None:
                 files.pop(path, None)
-            elif path not in hits and record_files.resource_of_path(path) is not None:
+            elif path in hits:
+                continue
+            elif record_files.resource_of_path(path) is not None:
                 to_read.setdefault(blob, []).append(path)
+            elif path.partition("/")[0] in RESOURCES and not path.rsplit("/", 1)[-1].startswith("."):
+                # in a content folder but not a record file (another extension, a folder the layout
+                # does not have): never read, but shown to operators as ``validate`` shows it
+                files[path] = (blob, None, (FileProblem(path, 1, NOT_READ, "warning"),))
         limit = file_limits.LIMITS.file_bytes
         skipped = 0
         for sizes, contents in self.store.read_files(to_read, limit):
