@@ -23,7 +23,6 @@ log = logging.getLogger(__name__)
 PULL_ATTEMPTS = 3       # pulls tried while editors keep committing in the checkout
 SHORT_COMMIT = 12       # hex digits of a commit id shown in the log
 JOIN_SECONDS = 5.0      # how long close() waits for the pull thread to finish a pull under way
-SETTLE_SECONDS = 0.05   # how long the follower lets commits that woke it pile up before following them
 REUSE_SECONDS = 5.0     # how long the answer of a look at the remote serves the same token again
 REUSE_SIZE = 1024       # tokens whose answer is kept for REUSE_SECONDS (the oldest is dropped)
 
@@ -198,9 +197,8 @@ class HeadFollower:
     def _loop(self) -> None:
         first = True
         while not self._stop.is_set():
-            if not first and self._wake.wait(self.interval):
-                # woken by a write or a pull: let a burst of commits settle, then follow it once
-                self._stop.wait(SETTLE_SECONDS)
+            if not first:
+                self._wake.wait(self.interval)
             first = False
             self._wake.clear()
             if self._stop.is_set():
