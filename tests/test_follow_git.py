@@ -16,7 +16,9 @@ def event_file(record_id: int, title: str, extra: str = "") -> str:
 
 
 def listed(app, client, query: str = "") -> list[str]:
-    """Titles of a list request, asserting it was answered by an index at the branch head."""
+    """Titles of a list request, asserting it was answered by an index at the branch head (once the
+    follower thread has brought it there: a list never waits for it)."""
+    followed(app)
     r = client.get("/events?start_date=2030-01-01&end_date=2030-12-31" + query)
     assert r.status_code == 200, r.get_json()
     svc = app.extensions["calendar"]

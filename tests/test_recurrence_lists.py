@@ -13,7 +13,7 @@ import pytest
 
 from calendar_service.domain import occurrences
 from calendar_service.domain.recurrence import occurrence_id, split_occurrence_id
-from tests.conftest import Client
+from tests.conftest import Client, followed
 from tests.test_event_filters import Cal, Content, settle
 
 UTC = timezone.utc
@@ -187,7 +187,9 @@ def test_the_horizon_moves_daily_without_a_rewrite(app, repo, monkeypatch):
     base = cal.svc.index._view.base
     later = datetime.now(UTC) + timedelta(days=5)
     monkeypatch.setattr(occurrences, "clock", lambda: later)
-    cal.ready()   # a list on the new day wakes the follower thread, which reads the base again
+    cal.ready()
+    assert cal.list(far)["total"] == count + 5   # answered by scanning while the base is of another day
+    followed(cal.svc)   # that list woke the follower thread, which reads the base again
     assert cal.list(far)["total"] == count + 5
     assert cal.svc.index._view.base is not base and cal.svc.index._view.commit == repo.head()
     scan = Cal(app, repo, "scan")
