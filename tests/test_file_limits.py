@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from conftest import followed
 from test_remote import EDITOR, editor_clone, instance, instances, bare, remote_url  # noqa: F401  (fixtures)
 
 EVENT = "---\ntitle: {title}\nstart_date: 2030-01-0{day} 10:00:00\nend_date: 2030-01-0{day} 11:00:00\n{extra}---\nBody\n"
@@ -36,6 +37,7 @@ def push(editor, files: dict, message: str = "push") -> None:
 def pulled(a) -> None:
     r = a.hook()
     assert r.status_code == 200, r.get_json()
+    followed(a.app)   # the service's own id commit, if any, lands before the editor's next pull
 
 
 def assert_routes_answer(a) -> None:
