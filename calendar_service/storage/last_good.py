@@ -23,15 +23,11 @@ LOGGED_LAST_GOOD = 20       # files named in the log per new head; the rest are 
 
 
 def read_file(path: str, raw: bytes | None) -> tuple:
-    """(record or None, problems) of one file's bytes (``record_files.parse``); whatever parsing
-    raises stays this file's problem (the file is read as one that does not parse)."""
+    """(record or None, problems) of one file's bytes, or of a blob git could not give (``raw``
+    None: unreadable). ``record_files.parse`` never raises: whatever fails is that file's problem."""
     if raw is None:
         return None, [FileProblem(path, 1, "unreadable")]
-    try:
-        return record_files.parse(path, raw)
-    except Exception as exc:
-        log.exception("%s could not be parsed", path)
-        return None, [FileProblem(path, 1, f"could not be read ({type(exc).__name__}: {exc})"[:300])]
+    return record_files.parse(path, raw)
 
 
 class LastGood:
