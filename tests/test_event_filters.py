@@ -973,6 +973,7 @@ def test_index_follows_api_writes(app, repo, admin, anon):
     settle(svc, anon, repo)
 
     def listed(params=None) -> list[int]:
+        followed(svc)   # the follower thread brings the index to the write's commit
         r = anon.get("/events", query_string=params or {})
         assert r.status_code == 200
         assert svc.index._view is not None and svc.index._view.commit == repo.head()    # answered by the index
