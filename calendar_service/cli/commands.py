@@ -12,6 +12,9 @@ Commands:
   status                       the status view as JSON: head, remote, last pull, refused commit, index, skipped
   new event|venue|organizer|category|tag --title T [--start S --end E] [--dir CONTENT_DIR]
                                write a new record file with the next free id (not committed)
+  diff [BASE [HEAD]] [--format text|markdown] [-C DIR]
+                               what a change does to the calendar: records added, removed,
+                               moved, fields, occurrences, broken references, overlaps
 """
 from __future__ import annotations
 
@@ -340,6 +343,11 @@ def cmd_new(options) -> int:
     return 0
 
 
+def cmd_diff(options) -> int:
+    from calendar_service.cli.diff import cmd_diff as run
+    return run(options, _content_dir(options.dir))
+
+
 def cmd_settings(options) -> int:
     """Print the settings: this environment's values, or (``--markdown``) the configuration page."""
     if options.markdown:
@@ -477,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--description")
     new.add_argument("--dir", help="content directory (default: CALENDAR_CONTENT_DIR)")
     new.set_defaults(func=cmd_new)
+
+    diff = commands.add_parser("diff", help="what a content change does to the calendar (for a pull request's review)")
+    diff.add_argument("base", nargs="?", help="default: the merge base of HEAD with its upstream branch")
+    diff.add_argument("head", nargs="?", help="default: the working tree")
+    diff.add_argument("--format", choices=("text", "markdown"), default="text")
+    diff.add_argument("-C", dest="dir", help="the clone (default: the one the current directory is in)")
+    diff.set_defaults(func=cmd_diff)
     return parser
 
 

@@ -61,10 +61,17 @@ def collector_paused():
             gc.enable()
 
 
-def load_directory(root) -> Snapshot:
+def _reused(reuse: Snapshot | None, path: str, blob: str):
+    """The parsed entry of ``path`` in ``reuse`` when it holds the same blob there (no parse)."""
+    entry = reuse.files.get(path) if reuse is not None else None
+    return entry if entry is not None and entry[0] == blob and path not in reuse.stale else None
+
+
+def load_directory(root, reuse: Snapshot | None = None) -> Snapshot:
     """The records of the files in a directory's working tree (not git), as the service would
     load them: each file parsed by ``records.parse``, ids and slugs checked by the snapshot.
-    Files in the content folders that the service does not read are reported as warnings."""
+    Files in the content folders that the service does not read are reported as warnings.
+    A file with the same content at the same path in ``reuse`` takes that snapshot's parse."""
     root = Path(root)
     files: dict = {}
     for folder in RESOURCES:
@@ -83,11 +90,44 @@ def load_directory(root) -> Snapshot:
                 files[path] = ("", None, (record_files.size_problem(path, size),))
                 continue
             raw = file.read_bytes()
+            same = _reused(reuse, path, blob_sha(raw))
+            if same is not None:
+                files[path] = same
+                continue
             record, problems = record_files.parse(path, raw)
             if record is not None:
                 record.blob = blob_sha(raw)
             files[path] = (record.blob if record else blob_sha(raw), record, tuple(problems))
     return Snapshot(None, files)
+
+
+def load_commit(store, commit: str, reuse: Snapshot | None = None) -> Snapshot:
+    """The records of ``commit`` as the service would load them, read from git objects without
+    the service's caches (for tools working in a clone; ``store``: a GitStore or a CommitLog):
+    every content file parsed, files over
+    the size limit never read; a file with the same blob at the same path in ``reuse`` takes that
+    snapshot's parse."""
+    listed = store.list_files(commit)
+    files: dict = {}
+    unread: dict[str, list[str]] = {}
+    for path, blob in listed.items():
+        if record_files.resource_of_path(path) is None:
+            files[path] = ("", None, (FileProblem(path, 1, NOT_READ, "warning"),))
+        elif (same := _reused(reuse, path, blob)) is not None:
+            files[path] = same
+        else:
+            unread.setdefault(blob, []).append(path)
+    for sizes, contents in store.read_files(list(unread), file_limits.LIMITS.file_bytes):
+        for blob, size in sizes.items():
+            for path in unread[blob]:
+                if blob not in contents:
+                    files[path] = ("", None, (record_files.size_problem(path, size),))
+                    continue
+                record, problems = record_files.parse(path, contents[blob])
+                if record is not None:
+                    record.blob = blob
+                files[path] = (blob, record, tuple(problems))
+    return Snapshot(commit, files)
 
 
 def entry_order(store: GitStore, head: str, paths) -> dict[str, int]:
