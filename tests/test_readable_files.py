@@ -112,3 +112,14 @@ def test_hand_renamed_file_keeps_its_name_and_a_slug_change_moves_a_matching_one
     second = factory.event(title="Follows")
     assert admin.post(f"/events/{second['id']}", json={"slug": "followed"}).status_code == 200
     assert (repo.root / folder / "followed.md").exists() and not (repo.root / folder / "follows.md").exists()
+
+
+def test_an_event_file_saved_with_a_byte_order_mark_reads(app, anon, admin, repo):
+    """Some Windows editors start a UTF-8 file with a byte order mark: the front matter is still
+    the front matter, and an API update keeps the file readable."""
+    repo.commit_file("events/bom.md", "\ufeff" + event_file(502, "Marked", "cost: '5'\n"), "Saved on Windows")
+    served = anon.get("/events/502")
+    assert served.status_code == 200, served.get_json()
+    assert served.get_json()["title"] == "Marked" and served.get_json()["cost"] == "5"
+    assert admin.post("/events/502", json={"cost": "6"}).status_code == 200
+    assert anon.get("/events/502").get_json()["cost"] == "6"

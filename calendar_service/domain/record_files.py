@@ -321,7 +321,8 @@ def _parse(path: str, raw: bytes) -> tuple[Record | None, list[FileProblem]]:
             if split is None:
                 return None, [FileProblem(path, 1, "the front matter is not closed: no '---' line after the opening one")]
             offset = split[2]
-            post = frontmatter.loads(text, handler=_FRONT_MATTER)
+            # a byte order mark (some Windows editors write one) would hide the front matter
+            post = frontmatter.loads(text[1:] if text.startswith("\ufeff") else text, handler=_FRONT_MATTER)
             meta, body = post.metadata, post.content
         else:
             offset = 0
