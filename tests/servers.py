@@ -60,15 +60,21 @@ class Server:
                                             start_new_session=True)
         stderr.close()
         deadline = time.monotonic() + timeout
+        # each worker fetches the calendar on its own: one answer says one worker is ready, so
+        # wait for several in a row (the connections spread over the workers)
+        needed, answered = 3 * self.workers if self.kind == "gunicorn" else 1, 0
         while time.monotonic() < deadline:
             if proc.poll() is not None:   # (``kill`` from another thread may have reaped it already)
                 raise RuntimeError(f"server exited: {self.stderr()[-2000:]}")
             try:
                 status, _, _ = self.request("GET", "/events", timeout=2)
-                if status == 200:
+                answered = answered + 1 if status == 200 else 0
+                if answered >= needed:
                     return self
+                if status == 200:
+                    continue
             except OSError:
-                pass
+                answered = 0
             time.sleep(0.1)
         self.kill()
         raise RuntimeError(f"server did not answer within {timeout} s: {self.stderr()[-2000:]}")
