@@ -152,12 +152,12 @@ def is_envelope(body, status: int) -> bool:
 
 
 @contextlib.contextmanager
-def git_daemon(base: Path, log: Path | None = None):
+def git_daemon(base: Path, log: Path | None = None, port: int | None = None):
     """Serve the bare repositories under ``base`` with ``git daemon`` on 127.0.0.1 (push
     enabled); yields the ``git://127.0.0.1:PORT`` prefix of their URLs. Always stopped. With
     ``log``, the daemon's verbose log (one ``Request upload-pack`` line per fetch or ls-remote)
-    goes to that file."""
-    port = free_port()
+    goes to that file; with ``port``, it listens there (a daemon restarted at the same URL)."""
+    port = port or free_port()
     out = open(log, "ab") if log else subprocess.DEVNULL
     proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", f"--base-path={base}",
                              f"--port={port}", "--listen=127.0.0.1", "--reuseaddr",

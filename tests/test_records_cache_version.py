@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 6
-PINNED_DIGEST = 'b76cde2b6955bf1c648cd1e9aba1225f97f0bd8804ffb579e2f8c801af21b62c'
+PINNED_FORMAT = 7
+PINNED_DIGEST = '004a5ebd32cdc2ef096c72c45ccfe03d26d92f774da5d830ddb7ec8e08b27a96'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

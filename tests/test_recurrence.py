@@ -493,7 +493,9 @@ def expand_ical(lines: list[str], extra_events: list[list[str]] = ()) -> list[tu
                                                                                        date(2097, 8, 5)):
         start, end = event["DTSTART"].dt, event["DTEND"].dt
         if isinstance(start, datetime):
-            start, end = start.astimezone(UTC), end.astimezone(UTC)
+            # the length in elapsed time (RFC 5545 3.8.5.3): the expander adds DTEND - DTSTART on
+            # the local clock (end - start of one zone is that wall-clock span)
+            start, end = start.astimezone(UTC), start.astimezone(UTC) + (end - start)
         found.append((start, end))
     return sorted(found)
 

@@ -4,7 +4,8 @@ whose clocks move by 30 minutes, Asia/Kolkata and a fixed UTC-3:30 zone, all-day
 exactly on an occurrence and one second before one, COUNT with an EXDATE'd instance, an exception
 moved across midnight), the JSON event list, read page after page through the real app, gives
 exactly the occurrences ``recurring-ical-events`` expands from the served iCalendar feed for the
-same window: the same local start and end in the series' zone, and the id each occurrence's
+same window: the same local start, the end that start plus the series' length in elapsed time
+(RFC 5545 3.8.5.3; the expander adds it on the local clock), and the id each occurrence's
 RECURRENCE-ID names (the series id for the first occurrence, else its occurrence id). The ids
 are the same after a restart on a new index."""
 from __future__ import annotations
@@ -97,7 +98,9 @@ def feed_occurrences(ics: bytes, ws: datetime, we: datetime, made: dict[int, obj
         start, end = event["DTSTART"].dt, event["DTEND"].dt
         rid = event["RECURRENCE-ID"].dt if "RECURRENCE-ID" in event else start
         if isinstance(start, datetime):   # (through UTC: a time in a skipped hour is read as its instant)
-            local_start, local_end = (local(start, s.tz), local(end, s.tz))
+            # the end is the start plus the series' length in elapsed time (RFC 5545 3.8.5.3; the
+            # expander adds it on the local clock, which shortens or stretches one at a DST change)
+            local_start, local_end = (local(start, s.tz), local(start.astimezone(UTC) + s.duration, s.tz))
             original = rid.replace(tzinfo=None)   # the RECURRENCE-ID as written: the original local start
         else:
             local_start = datetime.combine(start, time())

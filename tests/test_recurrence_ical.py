@@ -48,7 +48,9 @@ def feed_pairs(ics: bytes, window_start: datetime, window_end: datetime, zone_of
         start = event["DTSTART"].dt
         end = event["DTEND"].dt if "DTEND" in event else start
         if isinstance(start, datetime):
-            start, end = start.astimezone(UTC), end.astimezone(UTC)
+            # the length in elapsed time (RFC 5545 3.8.5.3): the expander adds DTEND - DTSTART on
+            # the local clock (end - start of one zone is that wall-clock span)
+            start, end = start.astimezone(UTC), start.astimezone(UTC) + (end - start)
             inside = (start, end)
             pair = (start, end)
         else:

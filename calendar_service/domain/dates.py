@@ -267,6 +267,20 @@ def read_local(text: str, tz: tzinfo) -> datetime:
     return datetime.strptime(text, FORMAT).replace(tzinfo=tz)
 
 
+def event_span(start_text: str, end_text: str, tz: tzinfo) -> tuple[datetime, datetime]:
+    """An event's stored local start and end as aware datetimes in ``tz``. A start that a DST
+    gap skips (02:30 on the night clocks jump from 02:00 to 03:00) is read with the offset before
+    the gap, as RFC 5545 and zoneinfo's fold=0 do, so it moves past the gap (03:30); the event
+    then keeps the length its two stored times give (an hour, not zero). Otherwise each time is
+    read as it is."""
+    start, end = read_local(start_text, tz), read_local(end_text, tz)
+    moved = start.astimezone(timezone.utc)
+    if moved.astimezone(tz).replace(tzinfo=None) == start.replace(tzinfo=None):
+        return start, end
+    length = end.replace(tzinfo=None) - start.replace(tzinfo=None)
+    return moved.astimezone(tz), (moved + length).astimezone(tz)
+
+
 def details(text: str) -> dict:
     """The ``*_details`` object: a mechanical split into zero-padded strings."""
     return {

@@ -48,6 +48,9 @@ class OccurrenceRecord(Record):
     series_id: int = 0
     original_start: datetime | None = None
     special: bool = False      # its exception changes more than its times
+    # its start and end as aware UTC instants: the local end_date alone cannot say which of a
+    # repeated hour's two 01:30s an end kept in elapsed time falls on
+    instants: tuple | None = None
 
 
 def occurrence_record(record: Record, series: Series, occ: Occurrence, served: int | None = None) -> OccurrenceRecord:
@@ -69,6 +72,7 @@ def occurrence_record(record: Record, series: Series, occ: Occurrence, served: i
     out.series_id = sid
     out.original_start = occ.original_start
     out.special = needs_document(occ)
+    out.instants = (occ.start_utc, occ.end_utc)
     return out
 
 

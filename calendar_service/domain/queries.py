@@ -100,9 +100,8 @@ class TermQuery:
 def utc_bounds(snapshot: Snapshot, event: Record, site_tz) -> tuple[datetime, datetime]:
     """The event's start and end as UTC instants."""
     tz = dates.zone(event.data.get("timezone"), site_tz)
-    start = dates.read_local(event.data["start_date"], tz).astimezone(timezone.utc)
-    end = dates.read_local(event.data["end_date"], tz).astimezone(timezone.utc)
-    return start, end
+    start, end = dates.event_span(event.data["start_date"], event.data["end_date"], tz)
+    return start.astimezone(timezone.utc), end.astimezone(timezone.utc)
 
 
 _WORD = re.compile(r"\w+(?:\.?\w+)*")   # whoosh's default tokenizer pattern

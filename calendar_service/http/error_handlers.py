@@ -9,8 +9,9 @@ from werkzeug.exceptions import HTTPException
 from calendar_service.auth.limits import Busy, Throttled
 from calendar_service.http.call import json_response
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
-                                          SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route, request_too_large)
-from calendar_service.service.errors import ServiceError
+                                          SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route, request_too_large,
+                                          retry_after)
+from calendar_service.service.errors import UNAVAILABLE, ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +24,18 @@ def _try_again_later(code: str, exc: Throttled | Busy, status: int):
     return response
 
 
+def with_retry_after(response, seconds: int | None):
+    if seconds is not None:
+        response.headers["Retry-After"] = str(seconds)
+    return response
+
+
 def init_app(app, settings) -> None:
     """Register the error handlers on ``app``."""
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
-        return json_response(exc.body(), exc.status)
+        return with_retry_after(json_response(exc.body(), exc.status), exc.retry_after)
 
     @app.errorhandler(Throttled)
     def throttled(exc: Throttled):
@@ -41,7 +48,9 @@ def init_app(app, settings) -> None:
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
         error = ApiError.of(exc)
-        return json_response(error.body(), error.status)
+        # the remote could not be reached: the next periodic pull is when it is tried again
+        wait = retry_after(settings) if exc.kind == UNAVAILABLE else None
+        return with_retry_after(json_response(error.body(), error.status), wait)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

@@ -8,6 +8,8 @@ Every failure a client can see becomes the envelope ``{"code", "message", "data"
 """
 from __future__ import annotations
 
+import math
+
 from calendar_service.service import errors as service_errors
 from calendar_service.service.errors import ServiceError
 
@@ -36,14 +38,23 @@ STATUS_OF_KIND = {
 }
 
 
+def retry_after(settings) -> int:
+    """Seconds after which a 503 that waits for the git remote (or the first pull) may be worth
+    retrying: the next periodic pull (``CALENDAR_PULL_INTERVAL``), or, without periodic pulls,
+    the time one git command may take (``CALENDAR_REMOTE_TIMEOUT``); at least 1."""
+    wait = settings.pull_interval if settings.git_remote and settings.pull_interval > 0 else settings.remote_timeout
+    return max(1, math.ceil(wait))
+
+
 class ApiError(Exception):
     """A failure with a machine-readable code, a human message and an HTTP status."""
 
-    def __init__(self, code: str, message: str, status: int, **data):
+    def __init__(self, code: str, message: str, status: int, retry_after: int | None = None, **data):
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds, sent as ``Retry-After`` when known
         self.data = data
 
     def body(self) -> dict:

@@ -12,7 +12,7 @@ import io
 from flask import request
 
 from calendar_service.config import host_allowed
-from calendar_service.http.errors import BAD_REQUEST, SERVICE_UNAVAILABLE, ApiError, request_too_large
+from calendar_service.http.errors import BAD_REQUEST, SERVICE_UNAVAILABLE, ApiError, request_too_large, retry_after
 from calendar_service.http.namespace import PREFIX
 
 # the API paths a replica without content still answers: the webhook (which pulls) and the status view
@@ -48,7 +48,8 @@ def init_app(app, settings, service) -> None:
             return None
         if service.waiting_for_content():
             raise ApiError("calendar-not-ready", "The service is not ready: it has not been able to fetch the "
-                           "calendar from its git remote yet. Try again later.", SERVICE_UNAVAILABLE)
+                           "calendar from its git remote yet. Try again later.", SERVICE_UNAVAILABLE,
+                           retry_after=retry_after(settings))
         return None
 
     @app.before_request

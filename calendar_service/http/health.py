@@ -4,7 +4,8 @@ from __future__ import annotations
 import logging
 
 from calendar_service.http.call import json_response
-from calendar_service.http.errors import SERVICE_UNAVAILABLE, ApiError
+from calendar_service.http.error_handlers import with_retry_after
+from calendar_service.http.errors import SERVICE_UNAVAILABLE, ApiError, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +24,14 @@ def init_app(app, service) -> None:
         a successful pull since the start), also while the search index catches up; else 503 in
         the error envelope saying why. Never a 500: a failure while checking is a 503 naming it
         (and logged)."""
+        wait = None  # unknown when the check itself failed
         try:
             ready, why = service.ready()
             if ready:
                 return json_response({"ready": True, "head": service.branch_head()}, 200)
+            wait = retry_after(service.settings)  # it waits for the next pull
         except Exception as exc:
             log.exception("the readiness check failed")
             why = f"the readiness check failed ({type(exc).__name__})"
         error = ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE)
-        return json_response(error.body(), error.status)
+        return with_retry_after(json_response(error.body(), error.status), wait)

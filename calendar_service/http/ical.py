@@ -334,8 +334,15 @@ class IcalPresenter:
             ev.add("dtend", max(after, first + timedelta(days=1)))
             return
         tz = self.event_zone(record)
-        start, end = dates.read_local(start_text, tz), dates.read_local(end_text, tz)
-        if tzid_zone(tz) is None:
+        instants = getattr(record, "instants", None)   # an occurrence's: its end may be in a repeated hour
+        if instants is None:
+            start, end = dates.event_span(start_text, end_text, tz)
+        else:
+            start, end = (moment.astimezone(tz) for moment in instants)
+        # a local time a client would read as another instant (the second 01:30 of a night the
+        # clocks go back) is written in UTC
+        if tzid_zone(tz) is None or any(m.replace(fold=0).astimezone(timezone.utc) != m.astimezone(timezone.utc)
+                                         for m in (start, end)):
             start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         ev.add("dtstart", start)
         if end.astimezone(timezone.utc) > start.astimezone(timezone.utc):
@@ -384,8 +391,12 @@ def _occurrence_times(series, occ) -> list[str]:
         after = max(after, first + timedelta(days=1))
         return [f"DTSTART;VALUE=DATE:{first:%Y%m%d}", f"DTEND;VALUE=DATE:{after:%Y%m%d}"]
     key = recurrence.tzid(series.tz)
-    if key is None:
-        stamp = [f"DTSTART:{occ.utc_start:%Y%m%dT%H%M%SZ}", f"DTEND:{occ.utc_end:%Y%m%dT%H%M%SZ}"]
-    else:
-        stamp = [f"DTSTART;TZID={key}:{start:%Y%m%dT%H%M%S}", f"DTEND;TZID={key}:{end:%Y%m%dT%H%M%S}"]
+    stamp = []
+    for name, local, utc in (("DTSTART", start, occ.utc_start), ("DTEND", end, occ.utc_end)):
+        # a local time a client would read as another instant (the second 01:30 of a night the
+        # clocks go back: an end kept in elapsed time can fall there) is written in UTC
+        if key is None or local.replace(tzinfo=series.tz).astimezone(timezone.utc).replace(tzinfo=None) != utc:
+            stamp.append(f"{name}:{utc:%Y%m%dT%H%M%SZ}")
+        else:
+            stamp.append(f"{name};TZID={key}:{local:%Y%m%dT%H%M%S}")
     return stamp if occ.utc_end > occ.utc_start else stamp[:1]

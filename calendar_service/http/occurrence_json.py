@@ -22,17 +22,24 @@ DATE_KEYS = ("start_date", "start_date_details", "end_date", "end_date_details",
 _IDS = ("id", "global_id", "global_id_lineage")
 
 
-def event_times(data: dict, tz) -> tuple[dict, object, object]:
-    """(the date keys of an event, its aware start, its aware end) for its stored local times in ``tz``."""
-    start = dates.read_local(data["start_date"], tz)
-    end = dates.read_local(data["end_date"], tz)
+def event_times(data: dict, tz, instants: tuple | None = None) -> tuple[dict, object, object]:
+    """(the date keys of an event, its aware start, its aware end) for its stored local times in
+    ``tz``, or for an occurrence its ``instants`` (aware start and end: an end in a repeated hour
+    is read as the instant it is, not as the first of the two local times)."""
+    start_text, end_text = data["start_date"], data["end_date"]
+    if instants is not None:
+        start, end = (moment.astimezone(tz) for moment in instants)
+    else:
+        start, end = dates.event_span(start_text, end_text, tz)
+        if dates.fmt(start.replace(tzinfo=None)) != start_text:   # a start a DST gap skips: moved past it
+            start_text, end_text = dates.fmt(start.replace(tzinfo=None)), dates.fmt(end.replace(tzinfo=None))
     utc_start = dates.fmt(start.astimezone(timezone.utc))
     utc_end = dates.fmt(end.astimezone(timezone.utc))
     return {
-        "start_date": data["start_date"],
-        "start_date_details": dates.details(data["start_date"]),
-        "end_date": data["end_date"],
-        "end_date_details": dates.details(data["end_date"]),
+        "start_date": start_text,
+        "start_date_details": dates.details(start_text),
+        "end_date": end_text,
+        "end_date_details": dates.details(end_text),
         "utc_start_date": utc_start,
         "utc_start_date_details": dates.details(utc_start),
         "utc_end_date": utc_end,
@@ -83,7 +90,7 @@ class Template:
         """The JSON text of the occurrence ``record`` (with ``urls``; ``tz`` its event zone)."""
         rid = record.id
         gid = _encode(urls.global_id(rid))
-        times = _encode(event_times(record.data, tz)[0])[1:-1]
+        times = _encode(event_times(record.data, tz, getattr(record, "instants", None))[0])[1:-1]
         parts = [f'{{"id":{rid},"global_id":{gid},"global_id_lineage":[{gid}]']
         for part in (self.head, f'"rest_url":{_encode(urls.rest("events", rid))}', self.middle, times, self.tail):
             if part:

@@ -287,7 +287,7 @@ class Presenter:
     def event(self, record: Record, single: bool = False, series_block: bool = False) -> dict:
         data = record.data
         tz = self.event_zone(record)
-        times, start, end = event_times(data, tz)
+        times, start, end = event_times(data, tz, getattr(record, "instants", None))
         cost_text, cost = text.cost_details(data.get("cost"), data.get("currency_symbol") or "",
                                             data.get("currency_position") or "", data.get("currency_code") or "")
         permalink = self.urls.permalink(EVENTS, record.slug)

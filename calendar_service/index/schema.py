@@ -76,8 +76,11 @@ def event_document(record: Record, site_tz) -> dict:
     """The index document of one event."""
     data = record.data
     tz = dates.zone(data.get("timezone"), site_tz)
-    start = dates.read_local(data["start_date"], tz)
-    end = dates.read_local(data["end_date"], tz)
+    instants = getattr(record, "instants", None)   # an occurrence's (see occurrences.OccurrenceRecord)
+    if instants is not None:
+        start, end = instants
+    else:
+        start, end = dates.event_span(data["start_date"], data["end_date"], tz)
     pub = dates.read_local(data.get("date_utc") or NO_DATE, timezone.utc)
     flags = [name for name in FLAGS if data.get(name)]
     if data.get("recurrence") and not isinstance(record, occurrences.OccurrenceRecord):

@@ -19,6 +19,7 @@ def view(settings, store, snapshot, index, has_remote: bool, follower=None) -> d
     ``CALENDAR_STATUS_FILES_SHOWN``, with ``stale_count``)."""
     refused = store.refused
     last = store.last_pull
+    health = store.pull_health
     problems = snapshot.problems
     indexed = (index.state() or {}).get("commit") if index is not None else None
     return {
@@ -27,9 +28,13 @@ def view(settings, store, snapshot, index, has_remote: bool, follower=None) -> d
         "remote": {
             "url": store.remote_display if has_remote else None,
             "branch": settings.git_remote_branch if has_remote else None,
-            "last_pull": None if last is None else {
-                "time": datetime.fromtimestamp(last["time"], timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "result": last["result"]},
+            # the last attempt to reach the remote (the periodic look at its head, a pull, the webhook)
+            "last_pull": None if last is None else {"time": _time(last["time"]), "result": last["result"],
+                                                     "error": last.get("error")},
+            "last_successful_pull": None if health["last_success"] is None else {
+                "time": _time(health["last_success"]["time"]), "head": health["last_success"]["head"]},
+            "failing_since": None if health["failing_since"] is None else _time(health["failing_since"]),
+            "consecutive_failures": health["failures"],
             "refused": None if refused is None else {"commit": refused.commit, "path": refused.path,
                                                      "reason": refused.reason},
         },
@@ -50,6 +55,10 @@ def view(settings, store, snapshot, index, has_remote: bool, follower=None) -> d
         "waiting_for_id": sorted({r.path for r in snapshot.unassigned}
                                  | {r.path for r, _ in snapshot.displaced + snapshot.reslugged}),
     }
+
+
+def _time(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def stale_view(snapshot, limit: int) -> list[dict]:

@@ -118,7 +118,14 @@ class RemoteSync:
         while not self._stop.wait(self.settings.pull_interval):
             try:
                 # a cheap look first: lock and fetch only when the remote and the branch differ
-                if self.store.remote_head() != self.store.head():
+                try:
+                    remote = self.store.remote_head()
+                except StoreError as exc:
+                    self.store.remote_checked(error=exc)  # for /status (a pull notes its own outcome)
+                    raise
+                if remote == self.store.head():
+                    self.store.remote_checked(head=remote)
+                else:
                     result = self.store.pull()
                     if result.moved or result.pushed:
                         log.info("pulled %s: branch at %s", self.store.remote_display,

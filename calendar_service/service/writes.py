@@ -391,8 +391,10 @@ class WritePlanner:
                 target = EVENT_REFERENCES[key]
                 try:
                     items = parse_linked(args[key], target, plan.snapshot, user)
-                except LinkedValueError:
-                    raise errors.plugin_error(f"could-not-create-{target.singular}") from None
+                except LinkedValueError as exc:
+                    # the HTTP check's answer (the plugin's code for a bad linked id): a replica
+                    # that passed the check on an older head says what an up-to-date one says
+                    raise errors.invalid_param(key, str(exc)) from None
                 data[key] = self._linked_ids(plan, target, items, user)
         if "password" in args and args["password"] is not None:
             data["password"] = args["password"] or None

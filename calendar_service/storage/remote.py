@@ -231,6 +231,9 @@ class Remote:
         raise RemoteUnavailable(self._message("push", proc.stderr))
 
 
+ERROR_CHARS = 300  # the longest reason /status shows for a failed attempt
+
+
 class Follower:
     """Brings the local branch in line with the remote. Every method must run inside the
     store's write lock."""
@@ -245,7 +248,10 @@ class Follower:
         self._head = head
         self._lock = lock
         self.refused: PullRefused | None = None   # the remote's commit the last pull refused
-        self.last_pull: dict | None = None        # {"time": epoch seconds, "result": "ok" | "refused" | "failed"}
+        self.last_pull: dict | None = None        # the last attempt: {"time", "result", "error"}
+        self.last_success: dict | None = None     # {"time": epoch seconds, "head": the remote's commit}
+        self.failing_since: float | None = None    # the first of the attempts failing since the last success
+        self.failures = 0                          # attempts failed in a row
         self._logged: set[str | None] = set()      # refused commits already logged
         self.synced = False                        # whether a pull has succeeded since the start
 
@@ -257,22 +263,38 @@ class Follower:
         try:
             result = self._pull()
         except PullRefused as exc:
-            self.last_pull = {"time": time.time(), "result": "refused"}
+            self.attempted("refused", str(exc))
             self.refused = exc
             if exc.commit not in self._logged:
                 self._logged.add(exc.commit)
                 log.error("refused commit %s of the git remote %s: %s: %s; the branch stays at %s",
                           exc.commit, self.remote.display, exc.path or "(a tree)", exc.reason, self._head())
             raise
-        except StoreError:
-            self.last_pull = {"time": time.time(), "result": "failed"}
+        except StoreError as exc:
+            self.attempted("failed", str(exc))
             raise
-        self.last_pull = {"time": time.time(), "result": "ok"}
+        self.attempted("ok", head=result.head)
         self.synced = True
         if self.refused is not None:
             log.info("the git remote is followed again (head %s)", result.head)
         self.refused = None
         return result
+
+    def attempted(self, result: str, error: str | None = None, head: str | None = None) -> None:
+        """Note an attempt to reach the remote (a pull, or the periodic look at its head):
+        ``result`` "ok" (the remote is at ``head``), "refused" or "failed" with ``error``, a
+        short reason without credentials."""
+        now = time.time()
+        if error is not None:
+            error = without_userinfo(error)
+            error = error if len(error) <= ERROR_CHARS else error[:ERROR_CHARS - 1] + "…"
+        self.last_pull = {"time": now, "result": result, "error": error}
+        if result == "ok":
+            self.last_success = {"time": now, "head": head}
+            self.failing_since, self.failures = None, 0
+        else:
+            self.failing_since = now if self.failing_since is None else self.failing_since
+            self.failures += 1
 
     def check(self, local: str | None, remote: str) -> None:
         """Raise PullRefused when the tree of ``remote`` holds a path (new or changed since

@@ -349,9 +349,25 @@ class GitStore:
 
     @property
     def last_pull(self) -> dict | None:
-        """When the last pull ran and how it ended: {"time": epoch seconds, "result": "ok" |
-        "refused" | "failed"}; None before the first."""
+        """The last attempt to reach the remote (a pull or the periodic look at its head) and how
+        it ended: {"time": epoch seconds, "result": "ok" | "refused" | "failed", "error": a short
+        reason or None}; None before the first."""
         return self._follower.last_pull
+
+    @property
+    def pull_health(self) -> dict:
+        """{"last_success": {"time", "head"} or None, "failing_since": epoch seconds or None,
+        "failures": attempts failed in a row}."""
+        f = self._follower
+        return {"last_success": f.last_success, "failing_since": f.failing_since, "failures": f.failures}
+
+    def remote_checked(self, head: str | None = None, error: StoreError | None = None) -> None:
+        """Note a look at the remote's head that needed no pull: it answered ``head`` (the
+        branch is there already) or failed with ``error``."""
+        if error is None:
+            self._follower.attempted("ok", head=head)
+        else:
+            self._follower.attempted("refused" if isinstance(error, PullRefused) else "failed", str(error))
 
     @property
     def synced(self) -> bool:

@@ -68,8 +68,11 @@ def occurrences(series: Series, window_start: datetime | None = None, window_end
         originals = [o for o in originals if o not in exdates and o not in exceptions]
     empty: Mapping = {}
     new = tuple.__new__
-    found = [new(Occurrence, (o, o - offset(o), e - offset(e), tz, empty))
-             for o in originals for e in (o + duration,)]
+    if series.all_day:   # whole days: the end is the same wall-clock time of its day
+        found = [new(Occurrence, (o, o - offset(o), e - offset(e), tz, empty))
+                 for o in originals for e in (o + duration,)]
+    else:   # the length is elapsed time (RFC 5545 3.8.5.3), also across a DST change
+        found = [new(Occurrence, (o, s, s + duration, tz, empty)) for o in originals for s in (o - offset(o),)]
     if any(b is not None for b in bounds) and found:
         # occurrences well inside the range generated are inside the bounds: check the edges only
         margin = timedelta(days=2)
@@ -116,12 +119,19 @@ def occurrence_at(series: Series, original_start: datetime) -> Occurrence | None
 
 def moved(series: Series, original: datetime, overrides: Mapping) -> tuple[datetime, datetime]:
     """An occurrence's start and end (naive UTC) after its exception: a new start alone keeps the
-    series' duration, a new end alone keeps the original start."""
+    series' duration, a new end alone keeps the original start. The start follows the local wall
+    clock (a time a DST gap skips is read with the offset before the gap, as zoneinfo's fold=0 and
+    RFC 5545 do: 02:30 becomes 03:30); the series' duration is elapsed time (RFC 5545 3.8.5.3),
+    so an occurrence keeps its length across a DST change. Whole days keep wall-clock days."""
     offset = series.tz.utcoffset
     start = original
     if "start_date" in overrides:
         start = dates.read_local(overrides["start_date"], UTC).replace(tzinfo=None)
-    end = start + series.duration
+    start_utc = start - offset(start)
     if "end_date" in overrides:
         end = dates.read_local(overrides["end_date"], UTC).replace(tzinfo=None)
-    return start - offset(start), end - offset(end)
+        return start_utc, end - offset(end)
+    if series.all_day:
+        end = start + series.duration
+        return start_utc, end - offset(end)
+    return start_utc, start_utc + series.duration

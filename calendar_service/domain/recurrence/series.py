@@ -63,7 +63,8 @@ class Occurrence(NamedTuple):
 @dataclass(frozen=True, eq=False)
 class Series:
     """A parsed series. Times are naive local wall-clock times in ``tz``; ``duration`` is the
-    wall-clock span from start to end applied to every occurrence (as the files store local times)."""
+    span from start to end as the file writes them (local times), applied to every occurrence as
+    elapsed time (whole days for an all-day series): see ``expand.moved``."""
 
     start: datetime
     duration: timedelta
