@@ -12,7 +12,7 @@ from calendar_service.auth.accounts import User
 from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.record import Record
-from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.resources import EVENTS, ORGANIZERS, RESOURCES, VENUES
 from calendar_service.service import errors
 from calendar_service.service.errors import ServiceError
 from calendar_service.domain.snapshot import Snapshot
@@ -20,6 +20,8 @@ from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.store import ZERO, GitStore
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full commit id, as change tokens are
+# records an event embeds in its served object: resource name -> the event file's key naming them
+EMBEDDED = {VENUES.name: "venue", ORGANIZERS.name: "organizer"}
 
 
 class RecordHistory:
@@ -186,7 +188,21 @@ class RecordHistory:
                     and after[key].path == old.path]:
             # the same version served at both ends (a file broken since, served as its last good one)
             del before[key], after[key]
+        self._embedding_events(before, after, snapshot)
         return before, after
+
+    @staticmethod
+    def _embedding_events(before: dict, after: dict, snapshot: Snapshot) -> None:
+        """Add the events that embed a venue or organizer that changed (or went) to ``before`` and
+        ``after`` as updated: their served object (and ETag) changed with it, though their files
+        did not. Costs one set lookup per changed venue or organizer and one entry per event."""
+        for key in [key for key in {**before, **after} if key[0] in EMBEDDED]:
+            name = key[0]
+            for target in {id(r): r for r in (before.get(key), after.get(key)) if r is not None}.values():
+                for event in snapshot.events_referencing(EMBEDDED[name], target):
+                    event_key = (EVENTS.name, event.id)
+                    if event_key not in before and event_key not in after:
+                        before[event_key] = after[event_key] = event
 
     def entries(self, before: dict, after: dict, user: User | None) -> list[dict]:
         """The changes-feed entries of ``records_changed`` from ``user``'s point of view, ordered
