@@ -6,6 +6,7 @@ as the branch moves forward, and the diff between two commits.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from calendar_service.auth.accounts import User
@@ -37,35 +38,33 @@ class RecordHistory:
         self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
 
     def history(self, record: Record, snapshot: Snapshot) -> list[dict]:
-        """The commits of the branch that changed ``record``'s file, newest first.
+        """The commits of the branch that changed ``record``'s file, children before parents.
 
-        One ``git log`` of the resource's folder (kept per commit), walked backwards while
-        tracking the path the record lives at: where a commit adds that path and deletes
-        another file of the folder holding the same id, the record was renamed (its slug
-        changed) and is followed to the old path. Only those deleted blobs are read, in
-        process. The walk stops at the commit that created the record.
+        One ``git log`` of the resource's folder (every parent's line, merges with the files they
+        changed themselves; kept per commit), walked while tracking every path the record lived
+        at: where a commit adds one of them and deletes another file holding the same id, the
+        record was renamed there and the old path joins the paths followed (so an edit of the old
+        path on another branch is found too). A change counts when its blob holds the record (the
+        same path may have held another record before), so only the blobs of those paths are read,
+        once each, in process.
         """
         key = ("history", record.resource.name, record.id)
         found = snapshot.memo.get(key)
         if found is not None:
             return found
         commits = self._folder_log(record.resource.folder, snapshot)
-        path = record.path
+        paths = {record.path}
+        holds = functools.lru_cache(maxsize=None)(lambda path, blob: self._holds(path, blob, record))
         found = []
         for entry in commits:
-            hit = next((c for c in entry["changes"] if c[1] == path), None)
-            if hit is None:
+            hits = [c for c in entry["changes"] if c[1] in paths and holds(c[1], c[3] or c[2])]
+            if not hits:
                 continue
             found.append(entry)
-            if hit[0] != "A":
-                continue
-            path = None  # added here: renamed from a file this commit deleted, or created
-            for status, old_path, old_blob, _ in entry["changes"]:
-                if status == "D" and old_blob and self._holds(old_path, old_blob, record):
-                    path = old_path
-                    break
-            if path is None:
-                break
+            if any(status == "A" for status, *_ in hits):   # renamed here from a file this commit deleted?
+                for status, old_path, old_blob, _ in entry["changes"]:
+                    if status == "D" and old_blob and old_path not in paths and holds(old_path, old_blob):
+                        paths.add(old_path)
         snapshot.memo[key] = found
         return found
 
@@ -94,9 +93,10 @@ class RecordHistory:
         return old is not None and old.resource is record.resource and old.id == record.id
 
     def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
-        """``record``'s revisions, newest first: commit, author (name, email), date (ISO 8601),
-        message; made through the API or in git, followed across slug renames."""
-        return [{k: entry[k] for k in ("commit", "author", "date", "message")}
+        """``record``'s revisions, children before parents: commit, parents, author (name, email),
+        date (ISO 8601), message; made through the API or in git (merges that changed the file
+        themselves too), followed across renames."""
+        return [{k: entry[k] for k in ("commit", "author", "date", "message", "parents")}
                 for entry in self.history(record, snapshot or self.catalog.current())]
 
     def revision_at(self, record: Record, commit: str) -> tuple[Snapshot, Record]:
