@@ -165,3 +165,21 @@ def test_the_plain_git_recipe_for_auditors_gives_what_revisions_lists(instance, 
                          env={**os.environ, "ID": str(event["id"])}).stdout.splitlines()
     listed = [x["commit"] for x in a.admin.get(f"/events/{event['id']}/revisions").get_json()["revisions"]]
     assert [line.split()[0] for line in out if line.strip()] == listed
+
+
+def test_an_editors_new_file_is_listed_from_its_first_commit(instance, bare, tmp_path):  # noqa: F811
+    a = instance("a")
+    assert a.create("Seed").status_code == 201
+    editor = editor_clone(bare, tmp_path / "editor")
+    from calendar_service.cli.commands import main
+    assert main(["new", "event", "--title", "Open Mic", "--start", "2030-05-02 20:00", "--end", "2030-05-02 22:00",
+                 "--dir", str(editor.root)]) == 0
+    editor("add", "-A")
+    editor(*EDITOR, "commit", "-q", "-m", "Add the open mic")
+    created = editor.head()
+    editor("push", "-q", "origin", "main")
+    assert a.hook().status_code == 200
+    followed(a.app)
+    event = a.admin.get("/events/by-slug/open-mic").get_json()
+    listed = [x["commit"] for x in a.admin.get(f"/events/{event['id']}/revisions").get_json()["revisions"]]
+    assert listed == [a.repo.head(), created]   # the service's id commit, then the editor's

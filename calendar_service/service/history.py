@@ -88,9 +88,11 @@ class RecordHistory:
         return commits
 
     def _holds(self, path: str, blob: str, record: Record) -> bool:
+        """Whether the version ``blob`` of ``path`` (a path the record had) is the record's: it
+        holds its id, or no id yet (an editor's new file before the service's id commit)."""
         raw = self.store.read_object(blob)
         old, _ = record_files.parse(path, raw) if raw is not None else (None, [])
-        return old is not None and old.resource is record.resource and old.id == record.id
+        return old is not None and old.resource is record.resource and old.id in (record.id, None)
 
     def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
         """``record``'s revisions, children before parents: commit, parents, author (name, email),
