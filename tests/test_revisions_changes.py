@@ -60,7 +60,8 @@ def test_revisions_list_api_and_git_commits_newest_first(as_role, admin, repo, f
     assert revisions[1]["author"] == {"name": "Administrator", "email": "administrator@example.org"}
     assert revisions[1]["message"].startswith(f'Update event {event["id"]} "Second title"')
     assert revisions[2]["message"].startswith(f'Create event {event["id"]} "First title"')
-    assert set(revisions[0]) == {"commit", "author", "date", "message"}
+    assert set(revisions[0]) == {"commit", "author", "date", "message", "parents"}
+    assert revisions[0]["parents"] == [revisions[1]["commit"]]
     assert datetime.fromisoformat(revisions[0]["date"]).tzinfo is not None
 
 

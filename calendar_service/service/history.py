@@ -6,13 +6,14 @@ as the branch moves forward, and the diff between two commits.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from calendar_service.auth.accounts import User
 from calendar_service.domain import file_limits, record_files
 from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.record import Record
-from calendar_service.domain.resources import RESOURCES
+from calendar_service.domain.resources import EVENTS, ORGANIZERS, RESOURCES, VENUES
 from calendar_service.service import errors
 from calendar_service.service.errors import ServiceError
 from calendar_service.domain.snapshot import Snapshot
@@ -20,6 +21,8 @@ from calendar_service.storage.catalog import Catalog
 from calendar_service.storage.store import ZERO, GitStore
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full commit id, as change tokens are
+# records an event embeds in its served object: resource name -> the event file's key naming them
+EMBEDDED = {VENUES.name: "venue", ORGANIZERS.name: "organizer"}
 
 
 class RecordHistory:
@@ -35,35 +38,33 @@ class RecordHistory:
         self._logs: dict = {}  # folder -> (commit, its history): see _folder_log
 
     def history(self, record: Record, snapshot: Snapshot) -> list[dict]:
-        """The commits of the branch that changed ``record``'s file, newest first.
+        """The commits of the branch that changed ``record``'s file, children before parents.
 
-        One ``git log`` of the resource's folder (kept per commit), walked backwards while
-        tracking the path the record lives at: where a commit adds that path and deletes
-        another file of the folder holding the same id, the record was renamed (its slug
-        changed) and is followed to the old path. Only those deleted blobs are read, in
-        process. The walk stops at the commit that created the record.
+        One ``git log`` of the resource's folder (every parent's line, merges with the files they
+        changed themselves; kept per commit), walked while tracking every path the record lived
+        at: where a commit adds one of them and deletes another file holding the same id, the
+        record was renamed there and the old path joins the paths followed (so an edit of the old
+        path on another branch is found too). A change counts when its blob holds the record (the
+        same path may have held another record before), so only the blobs of those paths are read,
+        once each, in process.
         """
         key = ("history", record.resource.name, record.id)
         found = snapshot.memo.get(key)
         if found is not None:
             return found
         commits = self._folder_log(record.resource.folder, snapshot)
-        path = record.path
+        paths = {record.path}
+        holds = functools.lru_cache(maxsize=None)(lambda path, blob: self._holds(path, blob, record))
         found = []
         for entry in commits:
-            hit = next((c for c in entry["changes"] if c[1] == path), None)
-            if hit is None:
+            hits = [c for c in entry["changes"] if c[1] in paths and holds(c[1], c[3] or c[2])]
+            if not hits:
                 continue
             found.append(entry)
-            if hit[0] != "A":
-                continue
-            path = None  # added here: renamed from a file this commit deleted, or created
-            for status, old_path, old_blob, _ in entry["changes"]:
-                if status == "D" and old_blob and self._holds(old_path, old_blob, record):
-                    path = old_path
-                    break
-            if path is None:
-                break
+            if any(status == "A" for status, *_ in hits):   # renamed here from a file this commit deleted?
+                for status, old_path, old_blob, _ in entry["changes"]:
+                    if status == "D" and old_blob and old_path not in paths and holds(old_path, old_blob):
+                        paths.add(old_path)
         snapshot.memo[key] = found
         return found
 
@@ -87,14 +88,17 @@ class RecordHistory:
         return commits
 
     def _holds(self, path: str, blob: str, record: Record) -> bool:
+        """Whether the version ``blob`` of ``path`` (a path the record had) is the record's: it
+        holds its id, or no id yet (an editor's new file before the service's id commit)."""
         raw = self.store.read_object(blob)
         old, _ = record_files.parse(path, raw) if raw is not None else (None, [])
-        return old is not None and old.resource is record.resource and old.id == record.id
+        return old is not None and old.resource is record.resource and old.id in (record.id, None)
 
     def revisions(self, record: Record, snapshot: Snapshot | None = None) -> list[dict]:
-        """``record``'s revisions, newest first: commit, author (name, email), date (ISO 8601),
-        message; made through the API or in git, followed across slug renames."""
-        return [{k: entry[k] for k in ("commit", "author", "date", "message")}
+        """``record``'s revisions, children before parents: commit, parents, author (name, email),
+        date (ISO 8601), message; made through the API or in git (merges that changed the file
+        themselves too), followed across renames."""
+        return [{k: entry[k] for k in ("commit", "author", "date", "message", "parents")}
                 for entry in self.history(record, snapshot or self.catalog.current())]
 
     def revision_at(self, record: Record, commit: str) -> tuple[Snapshot, Record]:
@@ -186,7 +190,21 @@ class RecordHistory:
                     and after[key].path == old.path]:
             # the same version served at both ends (a file broken since, served as its last good one)
             del before[key], after[key]
+        self._embedding_events(before, after, snapshot)
         return before, after
+
+    @staticmethod
+    def _embedding_events(before: dict, after: dict, snapshot: Snapshot) -> None:
+        """Add the events that embed a venue or organizer that changed (or went) to ``before`` and
+        ``after`` as updated: their served object (and ETag) changed with it, though their files
+        did not. Costs one set lookup per changed venue or organizer and one entry per event."""
+        for key in [key for key in {**before, **after} if key[0] in EMBEDDED]:
+            name = key[0]
+            for target in {id(r): r for r in (before.get(key), after.get(key)) if r is not None}.values():
+                for event in snapshot.events_referencing(EMBEDDED[name], target):
+                    event_key = (EVENTS.name, event.id)
+                    if event_key not in before and event_key not in after:
+                        before[event_key] = after[event_key] = event
 
     def entries(self, before: dict, after: dict, user: User | None) -> list[dict]:
         """The changes-feed entries of ``records_changed`` from ``user``'s point of view, ordered

@@ -185,14 +185,17 @@ class CommitLog:
         return found if SHA.match(found) else None
 
     def log(self, folder: str, head: str | None, since: str | None = None) -> list[dict]:
-        """The commits up to ``head`` (newest first; after ``since`` if given) that changed a file
+        """The commits up to ``head`` (children first; after ``since`` if given) that changed a file
         under ``folder``, in one ``git log`` run; see ``readers.log_entries``. [] for no head or
         an unknown folder."""
         if head is None or folder not in CONTENT_FOLDERS:
             return []
         span = f"{since}..{head}" if since else head
-        out = self._run("log", "-z", "--raw", "--no-renames", "--no-abbrev", readers.LOG_FORMAT, span,
-                        "--", folder + "/")
+        # every commit that changed a file, on any parent's line (--full-history: no simplification
+        # to one side of a merge), children before parents; a merge is listed with the files
+        # whose result differs from every parent (a hand-resolved conflict)
+        out = self._run("log", "-z", "--raw", "--no-renames", "--no-abbrev", "--full-history", "--topo-order",
+                        "--diff-merges=dense-combined", readers.LOG_FORMAT, span, "--", folder + "/")
         return readers.log_entries(out)
 
     def change_dates(self, head: str, since: str | None = None, paths=None) -> dict[str, "FileDates"]:

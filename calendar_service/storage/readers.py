@@ -8,8 +8,8 @@ from calendar_service.storage.gitcmd import ZERO
 
 # the separators of our ``git log --format``: a record starts with \x01, its fields end with NUL
 LOG_RECORD = b"\x01"
-LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI%x00%B"
-LOG_FIELDS = 5  # commit, author name, author e-mail, author date, message
+LOG_FORMAT = "--format=%x01%H%x00%P%x00%an%x00%ae%x00%aI%x00%B"
+LOG_FIELDS = 6  # commit, parents, author name, author e-mail, author date, message
 
 
 class LsEntry(NamedTuple):
@@ -59,7 +59,14 @@ def raw_changes(parts: list[bytes], start: int = 0) -> list[RawChange]:
         if not meta.startswith(":"):
             i += 1
             continue
-        old_mode, new_mode, old_sha, new_sha, status = meta[1:].split()
+        if meta.startswith("::"):   # a merge's combined line: a mode and a blob per parent, then the result's
+            fields = meta.lstrip(":").split()
+            count = (len(fields) - 1) // 2
+            modes, shas = fields[:count], fields[count:2 * count]
+            status = "A" if all(s == ZERO for s in shas[:-1]) else "D" if shas[-1] == ZERO else "M"
+            old_mode, new_mode, old_sha, new_sha = modes[0], modes[-1], shas[0], shas[-1]
+        else:
+            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split()
         found.append(RawChange(_path(parts[i + 1]), int(old_mode, 8), int(new_mode, 8),
                                None if old_sha == ZERO else old_sha, None if new_sha == ZERO else new_sha,
                                status[0]))
@@ -69,15 +76,15 @@ def raw_changes(parts: list[bytes], start: int = 0) -> list[RawChange]:
 
 def log_entries(out: bytes) -> list[dict]:
     """The commits of ``git log -z --raw LOG_FORMAT`` output, as dicts with ``commit``,
-    ``author`` (name, email), ``date``, ``message`` and ``changes`` (status, path, old blob
+    ``parents``, ``author`` (name, email), ``date``, ``message`` and ``changes`` (status, path, old blob
     or None, new blob or None)."""
     commits = []
     for chunk in out.split(LOG_RECORD)[1:]:
         parts = chunk.split(b"\0")
-        sha, name, email, date, body = (p.decode("utf-8", "replace") for p in parts[:LOG_FIELDS])
+        sha, parents, name, email, date, body = (p.decode("utf-8", "replace") for p in parts[:LOG_FIELDS])
         changes = [(c.status, c.path, c.old_sha, c.new_sha) for c in raw_changes(parts, LOG_FIELDS)]
-        commits.append({"commit": sha, "author": {"name": name, "email": email}, "date": date,
-                        "message": body.strip(), "changes": changes})
+        commits.append({"commit": sha, "parents": parents.split(), "author": {"name": name, "email": email},
+                        "date": date, "message": body.strip(), "changes": changes})
     return commits
 
 
