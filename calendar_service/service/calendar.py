@@ -312,7 +312,7 @@ class CalendarService:
                             self._pull_locked("The write was not applied.")
                             snapshot = self.catalog.at(self.store.write_base())
                             precondition(snapshot)
-                    plan = WritePlan(snapshot)
+                    plan = WritePlan(snapshot, read=self.store.read_object)
                     outcome = build(plan)
                     if outcome is None:
                         return None

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timezone
+from typing import Callable
 
 from calendar_service.auth.accounts import User
 from calendar_service.config import Settings
-from calendar_service.domain import dates, permissions, record_files, text
+from calendar_service.domain import dates, file_edit, permissions, record_files, text
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
@@ -24,6 +25,9 @@ from calendar_service.storage.objects import blob_sha
 
 DATE_CHARS = len("YYYY-MM-DD")               # the date part of a stored "YYYY-MM-DD HH:MM:SS"
 DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event starts and ends at
+
+# keys git's history fills in when a file leaves them out (``record.fill_history``)
+HISTORY_KEYS = ("author", "date_utc", "modified_utc")
 
 # the key of an event that refers to records of a resource, by resource name
 REFERENCE_KEYS = {"venues": "venue", "organizers": "organizer", "categories": "categories", "tags": "tags"}
@@ -120,12 +124,12 @@ def parse_term_list(value) -> list:
 _QUOTED_KEY = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
 
 
-def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
-    """Raise ``rest_invalid_param`` when ``content`` would not be read back as a record."""
+def _check_reads_back(resource: Resource, path: str, content: bytes) -> Record:
+    """The record ``content`` reads back as; ``rest_invalid_param`` when it would not be read back."""
     record, problems = record_files.parse(path, content)
     errors_found = [p for p in problems if p.severity == "error"]
     if record is not None and not errors_found:
-        return
+        return record
     reasons = {}
     for problem in errors_found or [record_files.FileProblem(path, 1, "the record could not be read back")]:
         found = _QUOTED_KEY.search(problem.message)
@@ -143,6 +147,7 @@ class WritePlan:
     """The files one write changes, the ids it hands out, and what its commit message says."""
 
     snapshot: Snapshot
+    read: Callable[[str], bytes | None] | None = None  # blob id -> content (None: files are written whole)
     changes: dict = field(default_factory=dict)      # path -> bytes or None
     taken: dict = field(default_factory=dict)        # id space -> ids handed out in this write
     slugs: dict = field(default_factory=dict)        # resource name -> slugs used in this write
@@ -213,13 +218,39 @@ class WritePlan:
             data["slug"] = self.unique_slug(resource, data["slug"], data["id"], data, old_path)
             path = record_files.path_for(resource, data["slug"], data, old_path)
         content = record_files.dump(resource, data)
-        _check_reads_back(resource, path, content)
+        written = _check_reads_back(resource, path, content)
+        if old_record is not None and self.read is not None:
+            content = self._in_place(resource, path, old, data, written) or content
         self.records[(resource.name, data["id"])] = data
         if path == old_path and old is not None and old[0] == blob_sha(content):
             return  # the file would not change by a byte: nothing to commit for it
         if old_path and old_path != path:
             self.changes[old_path] = None
         self.changes[path] = content
+
+    def _in_place(self, resource: Resource, path: str, old: tuple, data: dict, written: Record) -> bytes | None:
+        """The file ``old`` (blob, record) with only the lines of the keys that change
+        (``file_edit``), when it reads back as the whole file ``written`` does; None when it
+        would not (the whole file is written then). A key the file leaves out stays out when its
+        value does not change: the slug (the file's name) and what git's history fills in."""
+        raw = self.read(old[0])
+        if raw is None:
+            return None
+        before, _ = record_files.parse(old[1].path, raw)   # the file's own data, without git's history
+        if before is None:
+            return None
+        current = self.slug_refs(resource, {**old[1].data, **before.data})
+        content = file_edit.update(resource, raw, current, data)
+        if content is None:
+            return None
+        record, problems = record_files.parse(path, content)
+        if record is None or any(p.severity == "error" for p in problems):
+            return None
+        got, wanted = self.slug_refs(resource, record.data), self.slug_refs(resource, written.data)
+        if all(file_edit.same(got.get(k), wanted.get(k)) or k not in got and k in HISTORY_KEYS
+               and file_edit.same(current.get(k), wanted.get(k)) for k in got.keys() | wanted.keys()):
+            return content
+        return None
 
     def remove(self, record: Record) -> None:
         self.changes[record.path] = None
@@ -353,7 +384,7 @@ class WritePlanner:
         if "image" in args and args["image"] is not None:
             data["image"] = args["image"] or None
         if resource is EVENTS:
-            self._apply_event(plan, data, args, tz, user)
+            self._apply_event(plan, data, args, tz, user, creating)
         elif resource is VENUES:
             self._apply_venue(data, args, creating)
         else:
@@ -362,7 +393,7 @@ class WritePlanner:
                     data[key] = str(args[key]).strip() or None
         return data
 
-    def _apply_event(self, plan: WritePlan, data: dict, args: dict, tz, user: User) -> None:
+    def _apply_event(self, plan: WritePlan, data: dict, args: dict, tz, user: User, creating: bool) -> None:
         for key in ("start_date", "end_date"):
             if args.get(key) is not None:
                 data[key] = dates.fmt(dates.parse(args[key], tz))
@@ -381,8 +412,10 @@ class WritePlanner:
         for key in ("show_map", "show_map_link", "hide_from_listings", "sticky", "featured"):
             if args.get(key) is not None:
                 data[key] = bool(args[key])
-            elif key not in data and key in ("show_map", "show_map_link"):
-                data[key] = False  # the original stores false when an API create omits them
+            elif creating and key in ("show_map", "show_map_link"):
+                # the original stores false when an API create omits them; an update leaves them
+                # (a file without them reads as true)
+                data[key] = False
         for key in ("categories", "tags"):
             if key in args and args[key] is not None:
                 data[key] = self._term_ids(plan, EVENT_REFERENCES[key], parse_term_list(args[key]))
