@@ -236,10 +236,7 @@ class WritePlan:
         raw = self.read(old[0])
         if raw is None:
             return None
-        before, _ = record_files.parse(old[1].path, raw)   # the file's own data, without git's history
-        if before is None:
-            return None
-        current = self.slug_refs(resource, {**old[1].data, **before.data})
+        current = self.slug_refs(resource, old[1].data)   # as the file says, and what git's history filled in
         content = file_edit.update(resource, raw, current, data)
         if content is None:
             return None
