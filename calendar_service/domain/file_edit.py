@@ -66,9 +66,11 @@ def _render(key: str, value) -> list[str]:
     return text.rstrip("\n").split("\n")
 
 
-def update(resource: Resource, raw: bytes, old: dict, new: dict) -> bytes | None:
+def update(resource: Resource, raw: bytes, old: dict, new: dict, derived=()) -> bytes | None:
     """``raw`` (a record file read as ``old``) changed to hold ``new``: only the lines of the
-    keys whose values differ, the body's bytes kept when it is the same. None when the file is
+    keys whose values differ, the body's bytes kept when it is the same. A key of ``derived``
+    that the file leaves out (read from the file's name or git's history) stays out while its
+    value in ``new`` is the one ``old`` holds. None when the file is
     not one this edit handles (not UTF-8, a byte order mark, CR line ends, a front matter that
     is not closed, or a key area ``_blocks`` refuses): write the whole file then. The caller
     checks that the result reads back as ``new``."""
@@ -78,14 +80,15 @@ def update(resource: Resource, raw: bytes, old: dict, new: dict) -> bytes | None
         return None
     if "\r" in text or text.startswith("\ufeff"):
         return None
+    if not resource.body_key and text and not text.endswith("\n"):
+        text += "\n"   # a last line without its newline gets one
     start, end = record_files._key_area(resource, text)
     if resource.body_key and (start == 0 or end == len(text)):
         return None   # no opening or no closing '---' line
     area = text[start:end]
     lines = area.split("\n")
-    trailing = lines.pop() if lines and lines[-1] == "" else None   # the newline before '---' or at the end
-    if trailing is None and lines:
-        return None   # a key area not ending with a newline: rare, written whole
+    if lines.pop() != "":
+        return None   # a key area not ending with a newline (text right before the closing '---')
     blocks = _blocks(lines)
     if blocks is None:
         return None
@@ -97,7 +100,7 @@ def update(resource: Resource, raw: bytes, old: dict, new: dict) -> bytes | None
             replaced[first] = None
         elif not same(wanted[key], old.get(key)):
             replaced[first] = _render(key, wanted[key])
-    added = [k for k in wanted if k not in present and not same(wanted[k], old.get(k))]
+    added = [k for k in wanted if k not in present and not (k in derived and same(wanted[k], old.get(k)))]
     order = {key: number for number, key in enumerate(resource.file_keys)}
     added.sort(key=lambda k: order.get(k, len(order)))
     after: dict[int, list[str]] = {}   # last line of a block (or -1: the end) -> lines added after it

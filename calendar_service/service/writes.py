@@ -28,6 +28,8 @@ DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event st
 
 # keys git's history fills in when a file leaves them out (``record.fill_history``)
 HISTORY_KEYS = ("author", "date_utc", "modified_utc")
+# keys a file may leave out: the slug is the file's name, the others come from git's history
+DERIVED_KEYS = ("slug", *HISTORY_KEYS)
 
 # the key of an event that refers to records of a resource, by resource name
 REFERENCE_KEYS = {"venues": "venue", "organizers": "organizer", "categories": "categories", "tags": "tags"}
@@ -237,7 +239,7 @@ class WritePlan:
         if raw is None:
             return None
         current = self.slug_refs(resource, old[1].data)   # as the file says, and what git's history filled in
-        content = file_edit.update(resource, raw, current, data)
+        content = file_edit.update(resource, raw, current, data, DERIVED_KEYS)
         if content is None:
             return None
         record, problems = record_files.parse(path, content)
