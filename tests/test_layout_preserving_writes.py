@@ -193,3 +193,32 @@ def test_an_editors_pr_merges_with_an_api_update_of_another_field(instance, bare
     followed(a.app)
     got = a.admin.get("/events/700").get_json()
     assert got["title"] == "Spring fair 2030" and got["cost"].endswith("12")
+
+
+# ----------------------------------------------------------------------------- a 409 after a rename
+
+
+def test_a_conflict_after_an_editors_rename_names_the_path_the_file_has_now(instance, bare, tmp_path):  # noqa: F811
+    a, b = instance("a"), instance("b")
+    event = a.create("Renamed later").get_json()
+    b.service.pull_remote()
+    old_path = b.repo.path_of("renamed-later")
+    editor = editor_clone(bare, tmp_path / "editor")
+    new_path = "events/renamed-by-hand.md"
+    editor("mv", old_path, new_path)
+    text = (editor.root / new_path).read_text().replace("title: Renamed later", "title: Renamed by hand")
+    (editor.root / new_path).write_text(text)
+    editor("add", "-A")
+    editor(*EDITOR, "commit", "-q", "-m", "Rename and retitle by hand")
+    renamed_in = editor("rev-parse", "--short=12", "HEAD").strip()
+    editor("push", "-q", "origin", "main")
+    # b has not pulled the rename: its write is refused by the remote, and b pulls
+    r = b.admin.post(f"/events/{event['id']}", json={"title": "Title by B"})
+    assert r.status_code == 409, r.get_json()
+    message = r.get_json()["message"]
+    assert f"{new_path}, renamed from {old_path} in {renamed_in}" in message, message
+    assert not (b.repo.root / old_path).exists() and (b.repo.root / new_path).exists()
+    # the path named is the one to edit: a write after the 409 goes there
+    r = b.admin.post(f"/events/{event['id']}", json={"title": "Title by B"})
+    assert r.status_code == 200, r.get_json()
+    assert "Title by B" in (b.repo.root / new_path).read_text()
