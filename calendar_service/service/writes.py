@@ -28,8 +28,6 @@ DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event st
 
 # keys git's history fills in when a file leaves them out (``record.fill_history``)
 HISTORY_KEYS = ("author", "date_utc", "modified_utc")
-# keys a file may leave out: the slug is the file's name, the others come from git's history
-DERIVED_KEYS = ("slug", *HISTORY_KEYS)
 
 # the key of an event that refers to records of a resource, by resource name
 REFERENCE_KEYS = {"venues": "venue", "organizers": "organizer", "categories": "categories", "tags": "tags"}
@@ -126,12 +124,12 @@ def parse_term_list(value) -> list:
 _QUOTED_KEY = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
 
 
-def _check_reads_back(resource: Resource, path: str, content: bytes) -> Record:
-    """The record ``content`` reads back as; ``rest_invalid_param`` when it would not be read back."""
+def _check_reads_back(resource: Resource, path: str, content: bytes) -> None:
+    """Raise ``rest_invalid_param`` when ``content`` would not be read back as a record."""
     record, problems = record_files.parse(path, content)
     errors_found = [p for p in problems if p.severity == "error"]
     if record is not None and not errors_found:
-        return record
+        return
     reasons = {}
     for problem in errors_found or [record_files.FileProblem(path, 1, "the record could not be read back")]:
         found = _QUOTED_KEY.search(problem.message)
@@ -219,10 +217,10 @@ class WritePlan:
             # another file is there (one the service may not even read): never write over it
             data["slug"] = self.unique_slug(resource, data["slug"], data["id"], data, old_path)
             path = record_files.path_for(resource, data["slug"], data, old_path)
-        content = record_files.dump(resource, data)
-        written = _check_reads_back(resource, path, content)
-        if old_record is not None and self.read is not None:
-            content = self._in_place(resource, path, old, data, written) or content
+        content = self._in_place(resource, path, old, data) if old_record is not None and self.read else None
+        if content is None:
+            content = record_files.dump(resource, data)
+            _check_reads_back(resource, path, content)
         self.records[(resource.name, data["id"])] = data
         if path == old_path and old is not None and old[0] == blob_sha(content):
             return  # the file would not change by a byte: nothing to commit for it
@@ -230,26 +228,15 @@ class WritePlan:
             self.changes[old_path] = None
         self.changes[path] = content
 
-    def _in_place(self, resource: Resource, path: str, old: tuple, data: dict, written: Record) -> bytes | None:
-        """The file ``old`` (blob, record) with only the lines of the keys that change
-        (``file_edit``), when it reads back as the whole file ``written`` does; None when it
-        would not (the whole file is written then). A key the file leaves out stays out when its
-        value does not change: the slug (the file's name) and what git's history fills in."""
+    def _in_place(self, resource: Resource, path: str, old: tuple, data: dict) -> bytes | None:
+        """The file ``old`` (blob, record) with only the lines of the keys that change, when it
+        reads back as exactly ``data`` (``file_edit.edited``); None when it would not, or its
+        content cannot be read: the whole file is written then."""
         raw = self.read(old[0])
         if raw is None:
             return None
-        current = self.slug_refs(resource, old[1].data)   # as the file says, and what git's history filled in
-        content = file_edit.update(resource, raw, current, data, DERIVED_KEYS)
-        if content is None:
-            return None
-        record, problems = record_files.parse(path, content)
-        if record is None or any(p.severity == "error" for p in problems):
-            return None
-        got, wanted = self.slug_refs(resource, record.data), self.slug_refs(resource, written.data)
-        if all(file_edit.same(got.get(k), wanted.get(k)) or k not in got and k in HISTORY_KEYS
-               and file_edit.same(current.get(k), wanted.get(k)) for k in got.keys() | wanted.keys()):
-            return content
-        return None
+        return file_edit.edited(resource, path, raw, old[1].data, data,
+                                lambda found: self.slug_refs(resource, found), HISTORY_KEYS)
 
     def remove(self, record: Record) -> None:
         self.changes[record.path] = None
