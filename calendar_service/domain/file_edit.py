@@ -27,8 +27,8 @@ _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
 def _blocks(lines: list[str]) -> list[list] | None:
     """[key, first line, end line (exclusive)] of each top-level key of a YAML mapping's
     ``lines``, in file order; None when a line is neither a key, a continuation, a comment nor
-    blank (a flow mapping at the top, a quoted or complex key, a document marker, a tab...) or
-    a key is written twice."""
+    blank (a flow mapping at the top, a quoted or complex key, a document marker...) or a key
+    is written twice."""
     blocks: list[list] = []
     seen: set[str] = set()
     for number, line in enumerate(lines):
@@ -71,10 +71,10 @@ def update(resource: Resource, raw: bytes, old: dict, new: dict, derived=()) -> 
     """``raw`` (a record file read as ``old``) changed to hold ``new``: only the lines of the
     keys whose values differ, the body's bytes kept when it is the same. A key of ``derived``
     that the file leaves out (read from the file's name or git's history) stays out while its
-    value in ``new`` is the one ``old`` holds. None when the file is
-    not one this edit handles (not UTF-8, a byte order mark, CR line ends, a front matter that
-    is not closed, or a key area ``_blocks`` refuses): write the whole file then. The caller
-    checks that the result reads back as ``new``."""
+    value in ``new`` is the one ``old`` holds. None when the file is not one this edit handles
+    (not UTF-8, a byte order mark, CR line ends, a front matter that is not closed, or a key
+    area ``_blocks`` refuses): write the whole file then. The caller checks that the result
+    reads back as ``new`` (see ``edited``)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
