@@ -43,8 +43,12 @@ def changed_lines(repo, path: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
-def _without_modified(lines: list[str]) -> list[str]:
-    return [line for line in lines if not line.startswith("modified_utc:")]
+# what an API update stamps on a file (the values git's history gave a file without them)
+STAMPS = ("author:", "date_utc:", "modified_utc:")
+
+
+def _without_modified(lines: list[str], stamps=STAMPS) -> list[str]:
+    return [line for line in lines if not line.startswith(stamps)]
 
 
 def _setup(app, repo, text: str = EDITORS_EVENT, path: str = PATH):
@@ -60,10 +64,10 @@ def test_an_update_of_one_field_changes_only_its_line(app, repo, admin):
     assert removed == ["title: Spring fair"]
     assert _without_modified(added) == ["title: Spring fair 2030"]
     text = (repo.root / PATH).read_text()
-    # the time of the update is written after the key before it (status) unless git's commit date says it
     assert "\n".join(_without_modified(text.split("\n"))) == EDITORS_EVENT.replace("title: Spring fair\n",
                                                                                 "title: Spring fair 2030\n")
-    assert "modified_utc" not in text or "status: publish\nmodified_utc:" in text
+    # the stamps git's history gave the file are written after the key before them (status)
+    assert "status: publish\nauthor: 2\ndate_utc: '" in text and "'\nmodified_utc: '" in text
     got = admin.get("/events/700").get_json()
     assert got["title"] == "Spring fair 2030" and got["cost"].endswith("10")
 
@@ -88,7 +92,7 @@ def test_an_added_key_never_goes_inside_the_next_keys_comment(app, repo, admin):
     _setup(app, repo, text, "events/commented.md")
     r = admin.post("/events/701", json={"date": "2030-01-01 09:00:00"})
     assert r.status_code == 200, r.get_json()
-    lines = _without_modified((repo.root / "events/commented.md").read_text().split("\n"))
+    lines = _without_modified((repo.root / "events/commented.md").read_text().split("\n"), ("author:", "modified_utc:"))
     at = lines.index("status: publish")
     assert lines[at + 1] == "date_utc: '2030-01-01 09:00:00'"
     assert lines[at + 2:at + 5] == ["", "# the start is local", "start_date: 2030-05-01 10:00:00"]
@@ -126,7 +130,7 @@ def test_a_series_write_changes_only_the_recurrence_lines(app, repo, admin):
     removed, added = changed_lines(repo, "events/weekly.md")
     assert removed == ["  - RRULE:FREQ=WEEKLY;COUNT=10"] or removed == ["recurrence:", "  - RRULE:FREQ=WEEKLY;COUNT=10"]
     assert any("COUNT=4" in line for line in added)
-    assert all(line.startswith(("recurrence", "- ", "modified_utc")) for line in added), added
+    assert all(line.startswith(("recurrence", "- ", *STAMPS)) for line in added), added
     after = (repo.root / "events/weekly.md").read_text()
     assert "# every Monday, ten times\nrecurrence:" in after and "# the organizer writes the venue\nroom: Hall B\n" in after
 

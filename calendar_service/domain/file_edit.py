@@ -145,16 +145,14 @@ def update(resource: Resource, raw: bytes, old: dict, new: dict, derived=()) -> 
 
 
 def edited(resource: Resource, path: str, raw: bytes, current: dict, new: dict,
-           refs: Callable[[dict], dict], history_keys=()) -> bytes | None:
-    """``update`` of the file ``raw`` at ``path`` whose record holds ``current`` (as served: with
-    what git's history fills in, ``history_keys``), when the result reads back as exactly
-    ``new`` (its keys of value None left out, the body without its surrounding newlines); None
-    when it would not: the caller writes the whole file (and reports a value that cannot be
-    stored). ``refs`` writes a record's references as its file does (by slug), on both sides.
-    A key the file leaves out stays out while its value does not change: the slug (the file's
-    name) and ``history_keys``."""
+           refs: Callable[[dict], dict]) -> bytes | None:
+    """``update`` of the file ``raw`` at ``path`` whose record holds ``current``, when the result
+    reads back as exactly ``new`` (its keys of value None left out, the body without its
+    surrounding newlines); None when it would not: the caller writes the whole file (and
+    reports a value that cannot be stored). ``refs`` writes a record's references as its file
+    does (by slug), on both sides. A file without ``slug`` (its name says it) stays without."""
     current = refs(current)
-    content = update(resource, raw, current, new, ("slug", *history_keys))
+    content = update(resource, raw, current, new, ("slug",))
     if content is None:
         return None
     record, problems = record_files.parse(path, content)
@@ -165,7 +163,4 @@ def edited(resource: Resource, path: str, raw: bytes, current: dict, new: dict,
     if resource.body_key:
         got.setdefault(resource.body_key, "")
         wanted[resource.body_key] = (wanted.get(resource.body_key) or "").strip("\n")
-    if all(same(got.get(k), wanted.get(k)) or k not in got and k in history_keys and same(current.get(k), wanted.get(k))
-           for k in got.keys() | wanted.keys()):
-        return content
-    return None
+    return content if same(got, wanted) else None

@@ -26,9 +26,6 @@ from calendar_service.storage.objects import blob_sha
 DATE_CHARS = len("YYYY-MM-DD")               # the date part of a stored "YYYY-MM-DD HH:MM:SS"
 DAY_STARTS, DAY_ENDS = " 00:00:00", " 23:59:59"  # the times an all-day event starts and ends at
 
-# keys git's history fills in when a file leaves them out (``record.fill_history``)
-HISTORY_KEYS = ("author", "date_utc", "modified_utc")
-
 # the key of an event that refers to records of a resource, by resource name
 REFERENCE_KEYS = {"venues": "venue", "organizers": "organizer", "categories": "categories", "tags": "tags"}
 
@@ -235,8 +232,7 @@ class WritePlan:
         raw = self.read(old[0])
         if raw is None:
             return None
-        return file_edit.edited(resource, path, raw, old[1].data, data,
-                                lambda found: self.slug_refs(resource, found), HISTORY_KEYS)
+        return file_edit.edited(resource, path, raw, old[1].data, data, lambda found: self.slug_refs(resource, found))
 
     def remove(self, record: Record) -> None:
         self.changes[record.path] = None
