@@ -312,7 +312,7 @@ class CalendarService:
                             self._pull_locked("The write was not applied.")
                             snapshot = self.catalog.at(self.store.write_base())
                             precondition(snapshot)
-                    plan = WritePlan(snapshot)
+                    plan = WritePlan(snapshot, read=self.store.read_object)
                     outcome = build(plan)
                     if outcome is None:
                         return None
@@ -334,8 +334,9 @@ class CalendarService:
                         clash = self.sync.catch_up(snapshot.commit, plan.changes)
                         if clash and precondition is not None:
                             precondition(self.catalog.current())  # a stale If-Match is a 412, as on any replica
-                        if clash:
-                            raise self.sync.conflict(clash, exc.commit)
+                        if clash:   # named as the files are now (an editor may have renamed one)
+                            raise self.sync.conflict(self.sync.where_now(snapshot, self.catalog.current(), clash),
+                                                     exc.commit)
                         log.info("the remote moved during a write; recomputing it on the remote head (%d)",
                                  attempt + 1)
                         refresh = True

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from calendar_service.config import Settings
+from calendar_service.domain.snapshot import Snapshot
 from calendar_service.service import errors
 from calendar_service.service.errors import ServiceError
 from calendar_service.storage.store import (BranchMoved, GitStore, PullRefused, PullResult, RemoteError, RemoteRefused,
@@ -62,6 +63,23 @@ class RemoteSync:
         log.warning("write conflicts with the remote (%s); refused as a conflict, kept as %s", ", ".join(clash), ref)
         return errors.conflict("The record was changed on the git remote meanwhile (" + ", ".join(clash)
                                + "); the write was not applied. Reload it and try again.")
+
+    def where_now(self, base: Snapshot, head: Snapshot, paths: list[str]) -> list[str]:
+        """How a conflict names ``paths`` (files of ``base`` a write changed): by the path the
+        record has at ``head`` (the path to reload and edit), with the old path and the commit
+        that removed it when an editor renamed the file meanwhile."""
+        named = []
+        for path in paths:
+            entry = base.files.get(path)
+            record = entry[1] if entry else None
+            now = head.get(record.resource, record.id) if record is not None and record.id is not None else None
+            if now is None or now.path == path:
+                named.append(path)
+                continue
+            moved = next((c["commit"] for c in self.store.log(path.split("/", 1)[0], head.commit, base.commit)
+                          if any(p == path and new is None for _, p, _, new in c["changes"])), None)
+            named.append(f"{now.path}, renamed from {path}" + (f" in {moved[:SHORT_COMMIT]}" if moved else ""))
+        return named
 
     @property
     def push_writes(self) -> bool:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timezone
+from typing import Callable
 
 from calendar_service.auth.accounts import User
 from calendar_service.config import Settings
-from calendar_service.domain import dates, permissions, record_files, text
+from calendar_service.domain import dates, file_edit, permissions, record_files, text
 from calendar_service.domain.booleans import LENIENT, parse_bool
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, EVENT_REFERENCES, VENUES, Resource
@@ -143,6 +144,7 @@ class WritePlan:
     """The files one write changes, the ids it hands out, and what its commit message says."""
 
     snapshot: Snapshot
+    read: Callable[[str], bytes | None] | None = None  # blob id -> content (None: files are written whole)
     changes: dict = field(default_factory=dict)      # path -> bytes or None
     taken: dict = field(default_factory=dict)        # id space -> ids handed out in this write
     slugs: dict = field(default_factory=dict)        # resource name -> slugs used in this write
@@ -212,14 +214,25 @@ class WritePlan:
             # another file is there (one the service may not even read): never write over it
             data["slug"] = self.unique_slug(resource, data["slug"], data["id"], data, old_path)
             path = record_files.path_for(resource, data["slug"], data, old_path)
-        content = record_files.dump(resource, data)
-        _check_reads_back(resource, path, content)
+        content = self._in_place(resource, path, old, data) if old_record is not None and self.read else None
+        if content is None:
+            content = record_files.dump(resource, data)
+            _check_reads_back(resource, path, content)
         self.records[(resource.name, data["id"])] = data
         if path == old_path and old is not None and old[0] == blob_sha(content):
             return  # the file would not change by a byte: nothing to commit for it
         if old_path and old_path != path:
             self.changes[old_path] = None
         self.changes[path] = content
+
+    def _in_place(self, resource: Resource, path: str, old: tuple, data: dict) -> bytes | None:
+        """The file ``old`` (blob, record) with only the lines of the keys that change, when it
+        reads back as exactly ``data`` (``file_edit.edited``); None when it would not, or its
+        content cannot be read: the whole file is written then."""
+        raw = self.read(old[0])
+        if raw is None:
+            return None
+        return file_edit.edited(resource, path, raw, old[1].data, data, lambda found: self.slug_refs(resource, found))
 
     def remove(self, record: Record) -> None:
         self.changes[record.path] = None
@@ -353,7 +366,7 @@ class WritePlanner:
         if "image" in args and args["image"] is not None:
             data["image"] = args["image"] or None
         if resource is EVENTS:
-            self._apply_event(plan, data, args, tz, user)
+            self._apply_event(plan, data, args, tz, user, creating)
         elif resource is VENUES:
             self._apply_venue(data, args, creating)
         else:
@@ -362,7 +375,7 @@ class WritePlanner:
                     data[key] = str(args[key]).strip() or None
         return data
 
-    def _apply_event(self, plan: WritePlan, data: dict, args: dict, tz, user: User) -> None:
+    def _apply_event(self, plan: WritePlan, data: dict, args: dict, tz, user: User, creating: bool) -> None:
         for key in ("start_date", "end_date"):
             if args.get(key) is not None:
                 data[key] = dates.fmt(dates.parse(args[key], tz))
@@ -381,8 +394,10 @@ class WritePlanner:
         for key in ("show_map", "show_map_link", "hide_from_listings", "sticky", "featured"):
             if args.get(key) is not None:
                 data[key] = bool(args[key])
-            elif key not in data and key in ("show_map", "show_map_link"):
-                data[key] = False  # the original stores false when an API create omits them
+            elif creating and key in ("show_map", "show_map_link"):
+                # the original stores false when an API create omits them; an update leaves them
+                # (a file without them reads as true)
+                data[key] = False
         for key in ("categories", "tags"):
             if key in args and args[key] is not None:
                 data[key] = self._term_ids(plan, EVENT_REFERENCES[key], parse_term_list(args[key]))
