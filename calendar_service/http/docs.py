@@ -194,6 +194,7 @@ SCHEMAS["RevisionList"] = {"type": "object", "required": ["revisions"], "propert
     "revisions": {"type": "array", "items": {"type": "object", "required": ["commit", "author", "date", "message"],
                                              "properties": {
         "commit": _STRING, "date": _STRING, "message": _STRING,
+        "parents": {"type": "array", "items": _STRING},
         "author": {"type": "object", "properties": {"name": _STRING, "email": _STRING}}}}}}}
 # without `since` only the token of now is returned
 SCHEMAS["ChangeList"] = {"type": "object", "required": ["next_token"], "properties": {
