@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 7
-PINNED_DIGEST = '004a5ebd32cdc2ef096c72c45ccfe03d26d92f774da5d830ddb7ec8e08b27a96'
+PINNED_DIGEST = 'aff3ca1f5c02367fd70880f83e8e1dd56f6824de0166449d65ce49dc4dfefb7d'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import
