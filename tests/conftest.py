@@ -73,7 +73,7 @@ _BUILT: "weakref.WeakSet" = weakref.WeakSet()
 INDEX_THREADS = ("calendar-index", "calendar-records-cache")   # calendar-index-follow, -repair too
 
 
-def remove_index(index_dir: Path, timeout: float = 20.0) -> None:
+def remove_index(index_dir: Path, timeout: float = 60.0) -> None:
     """Delete the index directory (derived data) once no live service of the test writes to it:
     every follower at the branch head, no index or records-cache thread running."""
     for service in list(_BUILT):
