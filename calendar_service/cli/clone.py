@@ -99,9 +99,9 @@ def git(root: Path, *args: str, check: bool = True) -> str | None:
     return done.stdout
 
 
-def git_bytes(root: Path, *args: str) -> bytes:
-    """Run git in ``root``; its output as bytes (``archive``)."""
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT)
+def git_bytes(root: Path, *args: str, input: bytes | None = None) -> bytes:
+    """Run git in ``root`` (with ``input`` on its standard input); its output as bytes."""
+    done = subprocess.run(["git", *args], cwd=root, input=input, capture_output=True, timeout=GIT_TIMEOUT)
     if done.returncode:
         raise ValueError(f"git {' '.join(args)}: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout

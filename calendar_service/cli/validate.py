@@ -9,11 +9,8 @@ paths are given) is someone else's, counted in one line and not failing the run.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 from calendar_service.cli import clone
@@ -43,7 +40,7 @@ def unsafe_paths(root: Path) -> list[record_files.FileProblem]:
     return found
 
 
-def check_tree(root: Path, refused_paths: bool = True):
+def check_tree(root: Path):
     """(snapshot, every problem) of the files in ``root``'s content folders."""
     from calendar_service.storage.catalog import load_directory
 
@@ -56,19 +53,34 @@ def check_tree(root: Path, refused_paths: bool = True):
         return record_files.line_of(texts[path], key)
 
     problems = list(snapshot.problems) + reference_problems(snapshot, line_of)
-    return snapshot, problems + (unsafe_paths(root) if refused_paths else [])
+    return snapshot, problems + unsafe_paths(root)
 
 
-def problems_at(root: Path, base: str) -> set[tuple[str, str]]:
-    """(path, message) of each problem in the content folders of commit ``base``."""
-    archive = clone.git_bytes(root, "archive", "--format=tar", base)
-    with tempfile.TemporaryDirectory(prefix="validate-base-") as folder, \
-            tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        members = [m for m in tar.getmembers()
-                   if m.name.split("/", 1)[0] in RESOURCES and (m.isfile() or m.isdir())]
-        tar.extractall(folder, members=members, filter="data")
-        _, problems = check_tree(Path(folder), refused_paths=False)
-    return {(p.path, p.message) for p in problems}
+def problems_at(root: Path, base: str, snapshot, touched: set[str]) -> set[tuple[str, str]]:
+    """(path, message) of each cross-file problem (references, ids or slugs two files claim) at
+    commit ``base``: the working tree's records, with the ``touched`` files as ``base`` has them
+    (read with one ``git cat-file --batch``; a file ``base`` lacks is left out)."""
+    from calendar_service.domain.snapshot import Snapshot
+    from calendar_service.storage.objects import blob_sha
+
+    files = {path: entry for path, entry in snapshot.files.items() if path not in touched}
+    wanted = sorted(p for p in touched if record_files.resource_of_path(p) is not None)
+    if wanted:
+        out = clone.git_bytes(root, "cat-file", "--batch", input="".join(f"{base}:{p}\n" for p in wanted).encode())
+        at = 0
+        for path in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) < 3 or header[1] != b"blob":   # missing at BASE
+                continue
+            size = int(header[2])
+            raw = out[at:at + size]
+            at += size + 1
+            record, problems = record_files.parse(path, raw)
+            files[path] = (blob_sha(raw), record, tuple(problems))
+    before = Snapshot(None, files)
+    return {(p.path, p.message) for p in list(before.problems) + reference_problems(before)}
 
 
 def selection(root: Path, paths: list[str]) -> set[str]:
@@ -142,9 +154,12 @@ def cmd_validate(options) -> int:
         rest = [p for p in problems if p.path not in chosen]
         if rest and base is not None:
             touched = clone.changed_files(root, base)
-            before = problems_at(root, base)
-            # a problem in a file nobody changed since BASE that BASE does not have: your change made it
-            caused = [p for p in rest if p.path not in touched and (p.path, p.message) not in before]
+            # a file nobody changed since BASE reads as it did then: only a problem that comes from
+            # other files (a reference, an id or slug two files claim) may be new, caused by your change
+            candidates = [p for p in rest if p.path not in touched
+                          and p not in snapshot.files.get(p.path, (None, None, ()))[2]]
+            before = problems_at(root, base, snapshot, touched) if candidates else set()
+            caused = [p for p in candidates if (p.path, p.message) not in before]
             mine += caused
             rest = [p for p in rest if p not in caused]
         others = rest
