@@ -7,9 +7,11 @@ Commands:
   user token NAME [--label L] | user revoke NAME TOKEN_ID
   trash list [--type T] [--older-than DAYS]
   trash empty --user LOGIN [--type T] [--older-than DAYS] [--yes]
-  validate [CONTENT_DIR] [--allow-warnings]
-                               check every content file as the service reads it
-  status                       the status view as JSON: head, remote, last pull, refused commit, index, skipped
+  validate [CONTENT_DIR | PATH...] [--changed [BASE]] [--allow-warnings]
+                               check every content file as the service reads it, or only yours
+                               (exit 0 ok, 1 problems, 2 wrong use)
+  status [-C DIR | DIR]        the status view as JSON: head, remote, last pull, refused commit, index, skipped;
+                               in an editor's clone: head, upstream ahead/behind, files with problems
   new event|venue|organizer|category|tag --title T [--start S --end E] [--dir CONTENT_DIR]
                                write a new record file with the next free id (not committed)
   diff [BASE [HEAD]] [--format text|markdown] [-C DIR]
@@ -19,7 +21,6 @@ Commands:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import sys
@@ -27,12 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from calendar_service.auth.accounts import ROLES, AccountError, Accounts
+from calendar_service.cli import clone
+from calendar_service.cli import validate as validate_command
 from calendar_service.config import Settings, configuration_page, effective_settings
-from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain import record_files
-from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
 from calendar_service.domain.resources import RESOURCES
-from calendar_service.domain.snapshot import reference_problems
 from calendar_service.service import errors as service_errors
 from calendar_service.service import layout
 from calendar_service.service.build import NoRepository, build_service
@@ -186,86 +186,16 @@ def _write_as(service: CalendarService, options, question: str, declined: str, w
     return 0
 
 
-def _content_dir(value) -> Path:
-    """The content directory a command works on: the one given; else ``CALENDAR_CONTENT_DIR`` when
-    set; else the content clone the current directory is in (the top of a git work tree that has
-    any of the content folders); else the default of the settings."""
-    if value:
-        return Path(value)
-    if os.environ.get("CALENDAR_CONTENT_DIR"):
-        return Settings.from_env().content_dir
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            if any((folder / name).is_dir() for name in RESOURCES):
-                return folder
-            break
-    return Settings.from_env().content_dir
-
-
-def cmd_validate(options) -> int:
-    """Print one ``path:line: message`` line per problem in the working tree of the content
-    directory; exit 1 when there is any (warnings too, unless --allow-warnings), else print
-    a one-line summary and exit 0. The checks are the service's own (records.parse for each
-    file, the snapshot for ids, slugs and references)."""
-    from calendar_service.service.build import configure_limits
-    from calendar_service.storage.catalog import load_directory
-
-    configure_limits(Settings.from_env())   # the limits the service reads files with
-    root = _content_dir(options.content_dir)
-    if not root.is_dir():
-        print(f"error: no content directory at {root}", file=sys.stderr)
-        return FAILED
-    with contextlib.suppress(ValueError):   # the limits the service would apply (its defaults else)
-        settings = Settings.from_env()
-        recurrence_limits.configure(settings.max_occurrences, settings.recurrence_horizon)
-    snapshot = load_directory(root)
-    texts: dict[str, str] = {}
-
-    def line_of(path: str, key: str) -> int:
-        if path not in texts:
-            texts[path] = (root / path).read_text(encoding="utf-8", errors="replace")
-        return record_files.line_of(texts[path], key)
-
-    problems = list(snapshot.problems) + reference_problems(snapshot, line_of) + unsafe_paths(root)
-    shown = os.path.normpath(str(options.content_dir)) if options.content_dir else (
-        "." if root == Path.cwd() else str(root))
-    failing = 0
-    for problem in sorted(problems, key=lambda p: (p.path, p.line)):
-        where = os.path.normpath(os.path.join(shown, problem.path))
-        label = "warning: " if problem.severity == "warning" else ""
-        print(f"{where}:{problem.line}: {label}{problem.message}")
-        failing += problem.severity == "error" or not options.allow_warnings
-    counts = {name: len(snapshot.all(resource)) for name, resource in RESOURCES.items()}
-    if failing or problems:
-        print(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s)", file=sys.stderr)
-    if failing:
-        return PROBLEMS
-    print(f"content OK: {sum(counts.values())} records in {len(snapshot.files)} files ("
-          + ", ".join(f"{n} {name}" for name, n in counts.items()) + ")")
-    return 0
-
-
-def unsafe_paths(root: Path) -> list[record_files.FileProblem]:
-    """A problem for each path under the content folders that the service would refuse to pull
-    (see ``domain.paths``): a symbolic link, a ``.git`` or otherwise unsafe component."""
-    found = []
-    for folder in CONTENT_FOLDERS:
-        for path in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else ():
-            if path.is_dir() and not path.is_symlink():
-                continue
-            relative = path.relative_to(root).as_posix()
-            problem = path_problem(relative, SYMLINK_MODE if path.is_symlink() else FILE_MODES[0])
-            if problem:
-                found.append(record_files.FileProblem(relative, 1, f"the service refuses this path: {problem}"))
-    return found
-
-
 def cmd_status(options) -> int:
-    """Print the status view (the same as GET /calendar/events/v1/status) as JSON."""
+    """Print the status view (the same as GET /calendar/events/v1/status) as JSON; in an
+    editor's clone, which has no service, what git knows (see ``status_of_clone``)."""
     import json
 
-    service = _service(Settings.from_env())
+    content = clone.find_content(options.chdir or options.directory)
+    if not content.is_service_dir:
+        return status_of_clone(content.root)
+    settings = Settings.from_env() if content.how != "given" else replace(Settings.from_env(), content_dir=content.root)
+    service = _service(settings)
     if service is None:
         return NO_REPOSITORY
     try:
@@ -273,6 +203,25 @@ def cmd_status(options) -> int:
         return 0
     finally:
         service.close()
+
+
+def status_of_clone(root: Path) -> int:
+    """A clone's status as JSON: its head, its branch against the upstream (ahead/behind), the
+    files with problems as validate finds them. The service's fields (last pull, refused
+    commit, index) are the service's own: GET /status of the service says them."""
+    import json
+
+    from calendar_service.service.build import configure_limits
+
+    configure_limits(Settings.from_env())
+    state = clone.clone_state(root)
+    _, problems = validate_command.check_tree(root)
+    state["problems"] = [str(p) for p in sorted(problems, key=lambda p: (p.path, p.line))]
+    state["files_with_problems"] = len({p.path for p in problems})
+    state["service"] = ("a clone has no service: the last pull, a refused commit and the search index are the "
+                        "service's, in GET /calendar/events/v1/status")
+    print(json.dumps(state, indent=2))
+    return 0
 
 
 def cmd_new(options) -> int:
@@ -284,9 +233,9 @@ def cmd_new(options) -> int:
     from calendar_service.storage.catalog import load_directory
 
     resource = next(r for r in RESOURCES.values() if r.singular == options.kind)
-    root = _content_dir(options.dir)
+    root = clone.find_content(options.dir).root   # refused outside a content repository
     settings = Settings.from_env()
-    snapshot = load_directory(root) if root.is_dir() else None
+    snapshot = load_directory(root)
     title = options.title.strip()
     if not title:
         raise ValueError("--title must not be empty")
@@ -340,12 +289,28 @@ def cmd_new(options) -> int:
     with open(target, "xb") as handle:  # "x": never overwrite, even if the file appeared meanwhile
         handle.write(content)
     print(target)
+    print(next_steps(root, target), file=sys.stderr)
     return 0
 
 
 def cmd_diff(options) -> int:
     from calendar_service.cli.diff import cmd_diff as run
-    return run(options, _content_dir(options.dir))
+    return run(options, clone.find_content(options.dir).root)
+
+
+def next_steps(root: Path, target: Path) -> str:
+    """What an editor does with a file ``new`` wrote (printed on standard error: standard
+    output stays the path alone, for scripts)."""
+    try:
+        shown = os.path.relpath(target)
+        relative = target.relative_to(root).as_posix()
+    except ValueError:
+        shown = relative = str(target)
+    return (f"Next steps:\n"
+            f"  1. edit {shown} if you like, then check it: python -m calendar_service validate {shown}\n"
+            f"  2. commit it: git add {relative} && git commit -m 'Add {target.stem}'\n"
+            f"  3. push: git push\n"
+            f"  4. the service fills in its id: line in a commit of its own; git pull before you edit it again")
 
 
 def cmd_settings(options) -> int:
@@ -462,12 +427,21 @@ def build_parser() -> argparse.ArgumentParser:
     filing.set_defaults(func=cmd_file_by_month)
 
     validate = commands.add_parser("validate", help="check the content files as the service reads them")
-    validate.add_argument("content_dir", nargs="?", help="default: CALENDAR_CONTENT_DIR")
+    validate.add_argument("paths", nargs="*", metavar="PATH",
+                          help="check only these files (relative to here or to the content repository; problems "
+                               "elsewhere do not fail the run); one directory: the content repository to check "
+                               "in full (default: the clone you are in, else CALENDAR_CONTENT_DIR)")
+    validate.add_argument("--changed", nargs="?", const=validate_command.CHANGED_DEFAULT, metavar="BASE",
+                          help="check only the files changed between BASE (default: the merge base with the "
+                               "upstream branch, else HEAD) and the working tree, untracked ones too")
     validate.add_argument("--allow-warnings", action="store_true",
                           help="exit 0 when only warnings are found (unknown keys, slug not matching the file name)")
-    validate.set_defaults(func=cmd_validate)
+    validate.set_defaults(func=validate_command.cmd_validate)
     status = commands.add_parser("status", help="print the state of the content repository, the git remote "
                                                  "(last pull, refused commit), the index and skipped files as JSON")
+    status.add_argument("directory", nargs="?", help="a clone or the service's content directory (default: the "
+                                                      "clone you are in, else CALENDAR_CONTENT_DIR)")
+    status.add_argument("-C", dest="chdir", metavar="DIR", help="the same as DIRECTORY")
     status.set_defaults(func=cmd_status)
     settings = commands.add_parser("settings", help="print the settings this environment gives (see docs/configuration.md)")
     settings.add_argument("--markdown", action="store_true", help="print the configuration page made from the settings")
@@ -483,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--slug", help="default: made from the title")
     new.add_argument("--status", default="publish", choices=("publish", "draft", "pending", "private"))
     new.add_argument("--description")
-    new.add_argument("--dir", help="content directory (default: CALENDAR_CONTENT_DIR)")
+    new.add_argument("--dir", help="content repository (default: the clone you are in, else CALENDAR_CONTENT_DIR)")
     new.set_defaults(func=cmd_new)
 
     diff = commands.add_parser("diff", help="what a content change does to the calendar (for a pull request's review)")

@@ -1,6 +1,7 @@
 """``diff [BASE [HEAD]]``: what a content change does to the calendar, for a reviewer.
 
-BASE defaults to the merge base of HEAD with its upstream branch (a pull request's target),
+BASE defaults to what ``validate --changed`` compares with: the merge base of HEAD with its
+upstream branch (a pull request's target),
 HEAD to the working tree (what is committed or not yet). Output: text, or Markdown for a
 pull-request comment (``--format markdown``). Exit 0 when it ran, 1 when the change breaks
 something (a file that no longer reads, a reference that points nowhere), 2 on a wrong use.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from calendar_service.cli import clone as clone_tools
 from calendar_service.config import Settings
 from calendar_service.domain.calendar_diff import CalendarDiff, RecordChange, compare
 from calendar_service.domain import record_files
@@ -37,13 +39,13 @@ def cmd_diff(options, root: Path) -> int:
             print(f"error: {options.base!r} is not a commit here", file=sys.stderr)
             return FAILED
         base_label = f"{options.base} ({base[:SHORT_COMMIT]})"
-    else:
-        found = clone.default_base()
-        if found is None:
+    else:   # what ``validate --changed`` compares with too
+        base = clone_tools.default_base(root)
+        if base is None:
             print("error: the repository has no commits yet", file=sys.stderr)
             return FAILED
-        base, how = found
-        base_label = f"{base[:SHORT_COMMIT]} ({how})"
+        follows = clone_tools.upstream(root)
+        base_label = f"{base[:SHORT_COMMIT]} ({f'the merge base with {follows}' if follows else 'HEAD'})"
     history = clone.history()
     base_snapshot = load_commit(history, base)
     if options.head:
