@@ -92,8 +92,11 @@ def test_an_editors_first_day(tmp_path, paths):
             checked = calendar(clone, "validate", relative)
             assert checked.stdout.startswith("your files OK: 1 file(s) checked"), checked.stdout
 
-            # (the integrator adds the `diff` step here: python -m calendar_service diff, what the
-            # change does to the calendar, before the commit and in the pull request)
+            # 3b. what the change does to the calendar, as a reviewer (and the CI workflow) sees it
+            shown = calendar(clone, "diff")
+            assert shown.returncode == 0, shown.stdout + shown.stderr
+            assert "1 added" in shown.stdout and 'event (new, no id yet) "Jazz Night"' in shown.stdout
+            assert "at Town Hall" in shown.stdout
 
             # 4. commit and push
             git(clone, "add", relative)
@@ -121,6 +124,8 @@ def test_an_editors_first_day(tmp_path, paths):
             assert edited != path.read_text()
             path.write_text(edited)
             assert calendar(clone, "validate", "--changed").returncode == 0
+            moved = calendar(clone, "diff").stdout
+            assert "moved: Wed 05 Jun 2030 20:00–22:00 UTC → Wed 05 Jun 2030 20:00–23:30 UTC" in moved, moved
             git(clone, "commit", "-q", "-am", "Jazz Night runs until 23:30")
             git(clone, "push", "-q", "origin", "main")
 
