@@ -211,5 +211,12 @@ def test_the_shipped_workflow_runs_these_commands(clone):
     commit_file = clone / "venues/club.yaml"
     commit_file.write_text(commit_file.read_text().replace("Club", "Jazz Club"))
     commit(clone, "Rename the club")
-    r = run_cli("diff", "origin/main", "HEAD", "--format", "markdown", cwd=clone)
+    assert "validate --changed \"$BASE\"" in script
+    checked = run_cli("validate", "--changed", "origin/main", cwd=clone)       # the validate step
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    r = run_cli("diff", "origin/main", "HEAD", "--format", "markdown", cwd=clone)   # the diff step
     assert r.returncode == 0 and "venue: Club → Jazz Club" in r.stdout
+    (clone / "venues/hall.yaml").unlink()                                     # a change that breaks
+    commit(clone, "Remove the hall")
+    assert run_cli("validate", "--changed", "origin/main", cwd=clone).returncode == 1
+    assert run_cli("diff", "origin/main", "HEAD", "--format", "markdown", cwd=clone).returncode == 1
