@@ -9,6 +9,7 @@ from calendar_service.storage.gitcmd import Git
 from calendar_service.storage.history import CommitLog
 from calendar_service.storage.objects import ObjectStore
 
+
 class Clone:
     """A git work tree holding the content folders (a clone, or the service's own repository)."""
 
