@@ -98,6 +98,7 @@ def test_an_invalid_series_file_is_skipped_never_served_half_read(admin, anon, r
 def test_new_event_repeat_writes_a_series_file(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CALENDAR_TIMEZONE", "Europe/Berlin")
     root = tmp_path / "content"
+    (root / "events").mkdir(parents=True)   # a content repository (new refuses to write elsewhere)
     assert main(["new", "event", "--title", "Choir rehearsal", "--start", "2026-09-01 19:00", "--end",
                  "2026-09-01 21:00", "--repeat", "every tuesday until 2027-06-29", "--dir", str(root)]) == 0
     data = front(root / "events" / "choir-rehearsal.md")
