@@ -38,6 +38,7 @@ from calendar_service.service import layout
 from calendar_service.service.build import NoRepository, build_service
 from calendar_service.service.calendar import CalendarService
 from calendar_service.service.errors import ServiceError
+from calendar_service.storage.clone import Clone
 
 # exit statuses
 FAILED = 2          # a wrong argument, a missing account or repository, a refused write
@@ -214,7 +215,7 @@ def status_of_clone(root: Path) -> int:
     from calendar_service.service.build import configure_limits
 
     configure_limits(Settings.from_env())
-    state = clone.clone_state(root)
+    state = Clone(root).state()
     _, problems = validate_command.check_tree(root)
     state["problems"] = [str(p) for p in sorted(problems, key=lambda p: (p.path, p.line))]
     state["files_with_problems"] = len({p.path for p in problems})

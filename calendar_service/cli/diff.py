@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from calendar_service.cli import clone as clone_tools
 from calendar_service.config import Settings
 from calendar_service.domain.calendar_diff import CalendarDiff, RecordChange, compare
 from calendar_service.domain import record_files
@@ -40,11 +39,11 @@ def cmd_diff(options, root: Path) -> int:
             return FAILED
         base_label = f"{options.base} ({base[:SHORT_COMMIT]})"
     else:   # what ``validate --changed`` compares with too
-        base = clone_tools.default_base(root)
+        base = clone.default_base()
         if base is None:
             print("error: the repository has no commits yet", file=sys.stderr)
             return FAILED
-        follows = clone_tools.upstream(root)
+        follows = clone.upstream()
         base_label = f"{base[:SHORT_COMMIT]} ({f'the merge base with {follows}' if follows else 'HEAD'})"
     history = clone.history()
     base_snapshot = load_commit(history, base)

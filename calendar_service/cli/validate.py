@@ -20,6 +20,7 @@ from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_M
 from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import reference_problems
+from calendar_service.storage.clone import Clone
 
 PROBLEMS = 1        # problems found (exit status)
 CHANGED_DEFAULT = "@default"   # --changed without BASE
@@ -56,29 +57,29 @@ def check_tree(root: Path):
     return snapshot, problems + unsafe_paths(root)
 
 
-def problems_at(root: Path, base: str, snapshot, touched: set[str]) -> set[tuple[str, str]]:
+def problems_at(repo: Clone, base: str, snapshot, touched: set[str]) -> set[tuple[str, str]]:
     """(path, message) of each cross-file problem (references, ids or slugs two files claim) at
     commit ``base``: the working tree's records, with the ``touched`` files as ``base`` has them
-    (read with one ``git cat-file --batch``; a file ``base`` lacks is left out)."""
+    (read as the service reads blobs, none over the file size limit; a file ``base`` lacks is
+    left out)."""
+    from calendar_service.domain import file_limits
     from calendar_service.domain.snapshot import Snapshot
-    from calendar_service.storage.objects import blob_sha
 
     files = {path: entry for path, entry in snapshot.files.items() if path not in touched}
-    wanted = sorted(p for p in touched if record_files.resource_of_path(p) is not None)
-    if wanted:
-        out = clone.git_bytes(root, "cat-file", "--batch", input="".join(f"{base}:{p}\n" for p in wanted).encode())
-        at = 0
-        for path in wanted:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()
-            at = end + 1
-            if len(header) < 3 or header[1] != b"blob":   # missing at BASE
-                continue
-            size = int(header[2])
-            raw = out[at:at + size]
-            at += size + 1
-            record, problems = record_files.parse(path, raw)
-            files[path] = (blob_sha(raw), record, tuple(problems))
+    wanted = [p for p in touched if record_files.resource_of_path(p) is not None]
+    history = repo.history()
+    blobs = history.blobs_at(base, wanted) if wanted else {}
+    paths_of: dict[str, list[str]] = {}
+    for path, blob in blobs.items():
+        paths_of.setdefault(blob, []).append(path)
+    for sizes, contents in history.read_files(list(paths_of), file_limits.LIMITS.file_bytes):
+        for blob, size in sizes.items():
+            for path in paths_of[blob]:
+                if blob in contents:
+                    record, problems = record_files.parse(path, contents[blob])
+                else:
+                    record, problems = None, [record_files.size_problem(path, size)]
+                files[path] = (blob, record, tuple(problems))
     before = Snapshot(None, files)
     return {(p.path, p.message) for p in list(before.problems) + reference_problems(before)}
 
@@ -139,26 +140,25 @@ def cmd_validate(options) -> int:
     shown = os.path.normpath(given_dir) if given_dir else ("." if root.absolute() == Path.cwd() else str(root))
 
     mine, others = problems, []
+    repo = Clone(root)
     if selecting:
         chosen = selection(root, paths)
         if options.changed is not None:
-            base = clone.default_base(root) if options.changed == CHANGED_DEFAULT else options.changed
-            if base is not None and clone.git(root, "rev-parse", "--verify", "-q", f"{base}^{{commit}}",
-                                              check=False) is None:
+            base = repo.default_base() if options.changed == CHANGED_DEFAULT else options.changed
+            if base is not None and repo.commit(base) is None:
                 raise ValueError(f"--changed {base}: no such commit in {root}")
-            chosen |= clone.changed_files(root, base)
+            chosen |= repo.changed_files(base)
         else:
-            base = clone.git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
-            base = base.strip() if base else None
+            base = repo.commit("HEAD")
         mine = [p for p in problems if p.path in chosen]
         rest = [p for p in problems if p.path not in chosen]
         if rest and base is not None:
-            touched = clone.changed_files(root, base)
+            touched = repo.changed_files(base)
             # a file nobody changed since BASE reads as it did then: only a problem that comes from
             # other files (a reference, an id or slug two files claim) may be new, caused by your change
             candidates = [p for p in rest if p.path not in touched
                           and p not in snapshot.files.get(p.path, (None, None, ()))[2]]
-            before = problems_at(root, base, snapshot, touched) if candidates else set()
+            before = problems_at(repo, base, snapshot, touched) if candidates else set()
             caused = [p for p in candidates if (p.path, p.message) not in before]
             mine += caused
             rest = [p for p in rest if p not in caused]
