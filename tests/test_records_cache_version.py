@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 7
-PINNED_DIGEST = 'aff3ca1f5c02367fd70880f83e8e1dd56f6824de0166449d65ce49dc4dfefb7d'
+PINNED_DIGEST = 'bdb3cc216efadf6f26d90cb7f0990945b97c0ff78576adada5e8fe740e6fbecb'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-import yaml
-
 from calendar_service.domain import record_files
 from calendar_service.domain.resources import Resource
 
@@ -60,11 +58,7 @@ def same(a, b) -> bool:
 
 def _render(key: str, value) -> list[str]:
     """The lines of ``key: value`` as ``record_files.dump`` writes them."""
-    if key == "recurrence" and isinstance(value, list):
-        value = record_files._Lines(value)  # one RFC 5545 line per line, as dump writes it
-    text = yaml.dump({key: value}, Dumper=record_files._Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1000)
-    return text.rstrip("\n").split("\n")
+    return record_files.key_text(key, value).rstrip("\n").split("\n")
 
 
 def update(resource: Resource, raw: bytes, old: dict, new: dict, derived=()) -> bytes | None:
@@ -83,7 +77,7 @@ def update(resource: Resource, raw: bytes, old: dict, new: dict, derived=()) -> 
         return None
     if not resource.body_key and text and not text.endswith("\n"):
         text += "\n"   # a last line without its newline gets one
-    start, end = record_files._key_area(resource, text)
+    start, end = record_files.key_area(resource, text)
     if resource.body_key and (start == 0 or end == len(text)):
         return None   # no opening or no closing '---' line
     area = text[start:end]

@@ -459,11 +459,11 @@ def with_id_placeholder(resource: Resource, raw: bytes) -> bytes:
     """``raw`` (a new record file without id) with ``ID_PLACEHOLDER`` as its first lines (of its
     front matter for a front-matter file)."""
     text = raw.decode("utf-8")
-    start = _key_area(resource, text)[0]
+    start = key_area(resource, text)[0]
     return (text[:start] + ID_PLACEHOLDER + text[start:]).encode("utf-8")
 
 
-def _key_area(resource: Resource, text: str) -> tuple[int, int]:
+def key_area(resource: Resource, text: str) -> tuple[int, int]:
     """Where the top-level keys of a record file's text are: (start, end) offsets."""
     if not resource.body_key:
         return 0, len(text)
@@ -481,7 +481,7 @@ def with_key(resource: Resource, raw: bytes, key: str, value) -> bytes:
     an edit of any other key, of the body, or a key appended, made without pulling first; only an
     edit of the first key (often the title) conflicts with it (see docs/editing.md)."""
     text = raw.decode("utf-8")
-    start, end = _key_area(resource, text)
+    start, end = key_area(resource, text)
     line = re.compile(rf"^{re.escape(key)}[ \t]*:.*$", re.M).search(text, start, end)
     if line:
         text = text[:line.start()] + f"{key}: {value}" + text[line.end():]
@@ -602,17 +602,28 @@ def _coerce(kind: str, value):
     raise AssertionError(kind)
 
 
+def _yaml_text(mapping: dict) -> str:
+    """The YAML of top-level keys as record files write them (a series' ``recurrence`` one RFC
+    5545 line per line)."""
+    if isinstance(mapping.get("recurrence"), list):
+        mapping = {**mapping, "recurrence": _Lines(mapping["recurrence"])}
+    return yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1000)
+
+
+def key_text(key: str, value) -> str:
+    """The lines ``dump`` writes for one top-level key (an in-place edit writes them alone)."""
+    return _yaml_text({key: value})
+
+
 def dump(resource: Resource, data: dict) -> bytes:
     """The file content for ``data``: declared keys first, in order, then any others; None values left out."""
     ordered = {k: data[k] for k in resource.file_keys if data.get(k) is not None}
-    if isinstance(ordered.get("recurrence"), list):
-        ordered["recurrence"] = _Lines(ordered["recurrence"])  # one RFC 5545 line per line
     for key, value in data.items():
         if key not in ordered and key != resource.body_key and value is not None and key in data:
             if key not in resource.file_keys:
                 ordered[key] = value
-    text = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1000)
+    text = _yaml_text(ordered)
     if resource.body_key:
         body = (data.get(resource.body_key) or "").strip("\n")
         return ("---\n" + text + "---\n" + (body + "\n" if body else "")).encode("utf-8")
