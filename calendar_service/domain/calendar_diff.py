@@ -156,16 +156,25 @@ def _field_changes(old: Record, new: Record, base: Snapshot, head: Snapshot) -> 
     return out
 
 
+def _occurrences(record: Record, site_tz: tzinfo, until: datetime) -> list:
+    """The first ``OCCURRENCES_COMPARED`` occurrences of a series within the horizon ([] for an
+    invalid series), remembered with the record: the spans and the overlaps both ask."""
+    key = f"diff occurrences until {until.isoformat()}"
+    found = record.remembered(key)
+    if found is None:
+        series = series_or_none(record, site_tz)
+        from calendar_service.domain.recurrence import occurrences
+        found = list(itertools.islice(occurrences(series, horizon_end=until), OCCURRENCES_COMPARED)) \
+            if series is not None else []
+        record.remember(key, found)
+    return found
+
+
 def _occurrence_spans(record: Record, site_tz: tzinfo, until: datetime) -> list[str] | None:
     """The occurrences of a series within the horizon as shown spans; None for a single event."""
     if not record.data.get("recurrence"):
         return None
-    series = series_or_none(record, site_tz)
-    if series is None:
-        return []
-    from calendar_service.domain.recurrence import occurrences
-    found = itertools.islice(occurrences(series, horizon_end=until), OCCURRENCES_COMPARED)
-    return [span(o.start, o.end) for o in found]
+    return [span(o.start, o.end) for o in _occurrences(record, site_tz, until)]
 
 
 def _series_change(change: RecordChange, old: Record | None, new: Record | None, site_tz, until) -> None:
@@ -257,12 +266,8 @@ def _intervals(snapshot: Snapshot, record: Record, site_tz, until) -> list[tuple
     if record.data.get("status", "publish") != "publish" or record.data.get("all_day"):
         return []
     if record.data.get("recurrence"):
-        series = series_or_none(record, site_tz)
-        if series is None:
-            return []
-        from calendar_service.domain.recurrence import occurrences
-        found = itertools.islice(occurrences(series, horizon_end=until), OCCURRENCES_COMPARED)
-        return [(o.start.astimezone(timezone.utc), o.end.astimezone(timezone.utc)) for o in found]
+        return [(o.start.astimezone(timezone.utc), o.end.astimezone(timezone.utc))
+                for o in _occurrences(record, site_tz, until)]
     times = _times(record, site_tz)
     if times is None or times[1] <= times[0]:
         return []
