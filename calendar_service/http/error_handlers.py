@@ -16,18 +16,17 @@ from calendar_service.service.errors import UNAVAILABLE, ServiceError
 log = logging.getLogger(__name__)
 
 
-def _try_again_later(code: str, exc: Throttled | Busy, status: int):
-    """The error envelope of a refusal that tells the caller when to try again (``Retry-After``)."""
-    error = ApiError(code, str(exc), status)
+def error_response(error: ApiError):
+    """The error envelope of ``error``, with ``Retry-After`` when it says when to try again."""
     response = json_response(error.body(), error.status)
-    response.headers["Retry-After"] = str(exc.retry_after)
+    if error.retry_after is not None:
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 
-def with_retry_after(response, seconds: int | None):
-    if seconds is not None:
-        response.headers["Retry-After"] = str(seconds)
-    return response
+def _try_again_later(code: str, exc: Throttled | Busy, status: int):
+    """The error envelope of a refusal that tells the caller when to try again."""
+    return error_response(ApiError(code, str(exc), status, retry_after=exc.retry_after))
 
 
 def init_app(app, settings) -> None:
@@ -35,7 +34,7 @@ def init_app(app, settings) -> None:
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
-        return with_retry_after(json_response(exc.body(), exc.status), exc.retry_after)
+        return error_response(exc)
 
     @app.errorhandler(Throttled)
     def throttled(exc: Throttled):
@@ -48,9 +47,9 @@ def init_app(app, settings) -> None:
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):
         error = ApiError.of(exc)
-        # the remote could not be reached: the next periodic pull is when it is tried again
-        wait = retry_after(settings) if exc.kind == UNAVAILABLE else None
-        return with_retry_after(json_response(error.body(), error.status), wait)
+        if exc.kind == UNAVAILABLE:   # the remote could not be reached: the next periodic pull tries again
+            error.retry_after = retry_after(settings)
+        return error_response(error)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

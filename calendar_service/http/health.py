@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from calendar_service.http.call import json_response
-from calendar_service.http.error_handlers import with_retry_after
+from calendar_service.http.error_handlers import error_response
 from calendar_service.http.errors import SERVICE_UNAVAILABLE, ApiError, retry_after
 
 log = logging.getLogger(__name__)
@@ -33,5 +33,5 @@ def init_app(app, service) -> None:
         except Exception as exc:
             log.exception("the readiness check failed")
             why = f"the readiness check failed ({type(exc).__name__})"
-        error = ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE)
-        return with_retry_after(json_response(error.body(), error.status), wait)
+        return error_response(ApiError("calendar-not-ready", f"The service is not ready: {why}.", SERVICE_UNAVAILABLE,
+                                       retry_after=wait))
