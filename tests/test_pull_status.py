@@ -74,3 +74,27 @@ def test_the_error_shown_has_no_credentials(bare, instances, tmp_path):  # noqa:
     assert ready.status_code == 503 and ready.headers["Retry-After"] == str(PULL_INTERVAL)
     r = a.admin.get("/events")
     assert r.status_code == 503 and r.headers["Retry-After"] == str(PULL_INTERVAL)
+
+
+def test_a_restarted_replica_whose_first_pull_failed_gets_ready_by_itself(bare, instances, tmp_path):  # noqa: F811
+    """A replica restarted while its git host is down serves its last head but is not ready (a
+    balancer sends it nothing); once the host is back it pulls within seconds, not after a whole
+    pull interval, and is ready again, even though its branch already was where the remote is."""
+    with git_daemon(bare.parent) as prefix:
+        port = int(prefix.rsplit(":", 1)[1])
+        url = f"{prefix}/{bare.name}"
+        first = instances("a", url, pull_interval=600)
+        assert first.create("Before the restart").status_code == 201
+        assert first.app.test_client().get("/readyz").status_code == 200
+        first.service.close()
+    # the same replica (same content and index directories) starts while the host is down
+    again = instances("a", url, pull_interval=600)
+    assert again.app.test_client().get("/readyz").status_code == 503
+    with git_daemon(bare.parent, port=port):
+        deadline = time.monotonic() + 20
+        while again.app.test_client().get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, _status(again)
+            time.sleep(0.2)
+        took = time.monotonic() - (deadline - 20)
+    assert took < 15  # the first retries come after 1, 2, 4... seconds, not after 600
+    assert again.admin.get("/events?start_date=2000-01-01").get_json()["events"][0]["title"] == "Before the restart"

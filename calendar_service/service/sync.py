@@ -26,6 +26,7 @@ SHORT_COMMIT = 12       # hex digits of a commit id shown in the log
 JOIN_SECONDS = 5.0      # how long close() waits for the pull thread to finish a pull under way
 REUSE_SECONDS = 5.0     # how long the answer of a look at the remote serves the same token again
 REUSE_SIZE = 1024       # tokens whose answer is kept for REUSE_SECONDS (the oldest is dropped)
+FIRST_RETRY = 1.0       # seconds before a process that has not pulled since its start tries again (doubling)
 
 
 class RemoteSync:
@@ -116,8 +117,11 @@ class RemoteSync:
 
     def start(self) -> threading.Thread | None:
         """Start the daemon thread that pulls every ``pull_interval`` seconds (none when there is no
-        remote or the interval is 0). Each gunicorn worker runs one; the write lock keeps them apart."""
-        if not self.has_remote or self.settings.pull_interval <= 0 or self._stop.is_set():
+        remote). Each gunicorn worker runs one; the write lock keeps them apart. With an interval of
+        0 the thread only runs until the first pull succeeds (see ``_wait``)."""
+        if not self.has_remote or self._stop.is_set():
+            return None
+        if self.settings.pull_interval <= 0 and self.store.synced:
             return None
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="calendar-pull", daemon=True)
@@ -131,17 +135,37 @@ class RemoteSync:
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_SECONDS)
 
+    def _wait(self, unsynced_tries: int) -> float:
+        """Seconds until the next pull. A process that has not pulled successfully since its start
+        is not ready (``CalendarService.ready``): it tries again after 1, 2, 4... seconds, up to
+        the pull interval, so a replica started while the remote was away, or a worker whose first
+        pull failed while its siblings' succeeded, comes back by itself within seconds of the
+        remote's return rather than a whole interval later (or never, with an interval of 0)."""
+        interval = self.settings.pull_interval
+        if self.store.synced:
+            return interval
+        backoff = FIRST_RETRY * 2 ** min(unsynced_tries, 16)
+        return min(backoff, interval) if interval > 0 else backoff
+
     def _loop(self) -> None:
         failing = None  # the last failure, logged once rather than every interval
-        while not self._stop.wait(self.settings.pull_interval):
+        unsynced_tries = 0
+        while not self._stop.wait(self._wait(unsynced_tries)):
+            if self.settings.pull_interval <= 0 and self.store.synced:
+                return  # pulls come from the webhook and from refused pushes from now on
+            unsynced_tries = 0 if self.store.synced else unsynced_tries + 1
             try:
-                # a cheap look first: lock and fetch only when the remote and the branch differ
-                try:
-                    remote = self.store.remote_head()
-                except StoreError as exc:
-                    self.store.remote_checked(error=exc)  # for /status (a pull notes its own outcome)
-                    raise
-                if remote == self.store.head():
+                # a cheap look first: lock and fetch only when the remote and the branch differ (a
+                # process not synced yet pulls at once: only a pull makes it ready, even when the
+                # branch already is where the remote is)
+                synced, remote = self.store.synced, None
+                if synced:
+                    try:
+                        remote = self.store.remote_head()
+                    except StoreError as exc:
+                        self.store.remote_checked(error=exc)  # for /status (a pull notes its own outcome)
+                        raise
+                if synced and remote == self.store.head():
                     self.store.remote_checked(head=remote)
                 else:
                     result = self.store.pull()
