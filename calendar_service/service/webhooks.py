@@ -45,7 +45,7 @@ from calendar_service.domain.resources import CATEGORIES, EVENTS, RESOURCES, TAG
 from calendar_service.service import errors, outbound
 from calendar_service.service.history import RecordHistory
 from calendar_service.storage.catalog import Catalog
-from calendar_service.storage.state import StateDB
+from calendar_service.storage.state import StateDB, StateUnavailable
 from calendar_service.storage.store import ZERO, GitStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ MAX_PER_OWNER = 100               # subscriptions one account may hold
 MAX_TERMS = 100                   # categories or tags in one filter
 STEPS_PER_ROUND = 50              # commits turned into deliveries per transaction
 JOIN_SECONDS = 5.0
+CLAIM_MARGIN = 5.0                # seconds a claim outlives the webhook timeout (see ``deliver_due``)
 EVENT_TYPE = "calendar.changed"
 
 
@@ -72,13 +73,14 @@ def new_secret() -> str:
 class Webhooks:
     """The webhooks of one service (see the module)."""
 
-    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: RecordHistory, accounts: Accounts):
+    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: RecordHistory, accounts: Accounts,
+                 db: StateDB | None = None):
         self.settings = settings
         self.store = store
         self.catalog = catalog
         self.history = history
         self.accounts = accounts
-        self.db = StateDB(settings.state_dir)
+        self.db = db if db is not None else StateDB.of(settings)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease_until = 0.0
         self._stop = threading.Event()
@@ -264,21 +266,39 @@ class Webhooks:
         one under way waits for it: its next one is due only once that one is done); returns when
         the next one is due. With ``wait``, returns once the started deliveries are done."""
         busy = self._pool.busy()  # before the queue is read (see DeliveryPool.busy)
-        due, later = self.db.due(time.time())
-        started = []
+        if self._stop.is_set() or not self._renew():
+            return None
+        due, later = self.db.claim(time.time(), self.worker_id, self._claim_seconds())
+        started, unstarted = [], []
         for delivery in due:
             if self._stop.is_set() or not self._renew():
-                return None
-            if delivery["subscription"] in busy:
+                unstarted.append(delivery)
                 continue
+            if delivery["subscription"] in busy:
+                continue   # claimed again by its own attempt under way, which records it
             future = self._pool.start(delivery)
-            if future is not None:
+            if future is None:
+                unstarted.append(delivery)
+            else:
                 started.append(future)
+        if unstarted:  # another process may take them at once
+            self.db.release_claims([d["id"] for d in unstarted], self.worker_id)
+            if self._stop.is_set() or self._lease_until <= time.time():
+                return None
         if wait:
             concurrent.futures.wait(started)
         return later
 
+    def _claim_seconds(self) -> float:
+        """How long a claim lasts: one attempt and a margin. An attempt that waited for a free
+        worker renews it before it starts; a process killed midway leaves it to expire, and the
+        next lease holder repeats the delivery with the same webhook-id."""
+        return self.settings.webhook_timeout + CLAIM_MARGIN
+
     def _attempt(self, d: dict) -> None:
+        if time.time() > d["claimed_until"] - self.settings.webhook_timeout - 1:
+            if not self.db.hold(d["id"], self.worker_id, time.time() + self._claim_seconds()):
+                return  # waited too long: another process claimed it
         stamp = datetime.now(timezone.utc)
         headers = {"webhook-id": d["message_id"], "webhook-timestamp": str(int(stamp.timestamp())),
                    "webhook-signature": Webhook(d["secret"]).sign(d["message_id"], stamp, d["payload"])}
@@ -292,12 +312,13 @@ class Webhooks:
             error = _reason(exc)
         now = time.time()
         if status is not None and 200 <= status < 300:
-            self.db.delivered(d["id"], now, status)
+            self.db.delivered(d["id"], now, status, self.worker_id)
             return
         if error is None:
             error = f"HTTP {status}" + (" (redirects are not followed)" if 300 <= status < 400 else "")
         delay = min(self.settings.webhook_backoff_max, self.settings.webhook_backoff * 2 ** d["attempts"])
-        disabled = self.db.failed(d["id"], now, error, status, now + delay, self.settings.webhook_max_failures)
+        disabled = self.db.failed(d["id"], now, error, status, now + delay, self.settings.webhook_max_failures,
+                                  self.worker_id)
         log.warning("webhook delivery %s of subscription %d failed (attempt %d): %s%s", d["message_id"],
                     d["subscription"], d["attempts"] + 1, error, "; subscription disabled" if disabled else "")
 
@@ -348,6 +369,8 @@ class Webhooks:
                 after = self.run_once()
                 if after is not None:
                     wait = min(wait, after)
+            except StateUnavailable:
+                self._lease_until = 0.0  # logged by the state database, once per outage
             except (StoreError, OSError, ValueError) as exc:
                 log.warning("webhooks: %s", exc)
             except Exception:
