@@ -22,6 +22,7 @@ from argon2 import PasswordHasher
 
 from calendar_service import create_app
 from calendar_service.auth.accounts import ROLES, Accounts
+from postgres import own_postgres, postgres_server, state_url  # noqa: F401 (fixtures: a real PostgreSQL)
 
 API = "/calendar/events/v1"
 PASSWORDS = {role: f"{role}-secret-pass" for role in ROLES}
