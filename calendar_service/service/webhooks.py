@@ -342,7 +342,7 @@ class Webhooks:
     def run_once(self) -> float | None:
         """One round of the thread: produce and deliver while holding the lease. Returns the
         seconds until the next round (None: at the poll interval)."""
-        if not self.db.exists() or not self._renew():
+        if self.db.cursor() is None or not self._renew():  # no subscription was ever made: nothing to do
             return None
         while self.produce() and not self._stop.is_set():
             self.deliver_due()

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 KEEP_DELIVERED = 200      # delivered entries kept per subscription in the log (older ones dropped)
 LEASE_NAME = "delivery"
 SWEEP_EVERY = 100         # failed attempts (per process) between sweeps of expired ones and of keys beyond the size
+RETRIES = 3              # runs of a transaction PostgreSQL rolled back to break a deadlock
 RETRY_AFTER = 5           # seconds a client is asked to wait while the state cannot be reached
 
 __all__ = ["FILE_NAME", "StateDB", "StateUnavailable"]
@@ -102,11 +103,16 @@ def _guarded(method):
     """Turn a backend that cannot be reached into ``StateUnavailable`` (and drop a broken connection)."""
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
-        try:
-            result = method(self, *args, **kwargs)
-        except self.dialect.unavailable as exc:
-            self._unreachable(exc)
-            raise StateUnavailable() from None
+        for attempt in range(RETRIES):
+            try:
+                result = method(self, *args, **kwargs)
+                break
+            except self.dialect.retryable:   # rolled back (a deadlock): run it again
+                if attempt == RETRIES - 1:
+                    raise StateUnavailable() from None
+            except self.dialect.unavailable as exc:
+                self._unreachable(exc)
+                raise StateUnavailable() from None
         if self._down:
             self._reachable()
         return result

@@ -43,6 +43,9 @@ class PostgresDialect:
         self._psycopg = psycopg
         self.url = url
         self.unavailable = (psycopg.OperationalError, psycopg.InterfaceError)  # cannot reach or talk to it
+        # a deadlock or serialization failure rolled the transaction back: it is run again
+        from psycopg import errors
+        self.retryable = (errors.DeadlockDetected, errors.SerializationFailure)
         self._sql: dict[str, str] = {}
 
     def describe(self) -> str:
@@ -62,17 +65,28 @@ class PostgresDialect:
         conn = self._psycopg.connect(self.url, autocommit=True, row_factory=dict_row,
                                      connect_timeout=CONNECT_TIMEOUT, application_name="calendar-service")
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                for statement in schema:
-                    conn.execute(statement)
-                for table, wanted in columns.items():
-                    for name, decl in wanted:
-                        conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {decl}")
+            if not self._current(conn, columns):  # (DDL locks whole tables: only when something is missing)
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    for statement in schema:
+                        conn.execute(statement)
+                    for table, wanted in columns.items():
+                        for name, decl in wanted:
+                            conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {decl}")
         except BaseException:
             conn.close()
             raise
         return conn
+
+    @staticmethod
+    def _current(conn, columns: dict[str, list[tuple[str, str]]]) -> bool:
+        """Whether the schema is complete: the last index made and every added column exist."""
+        wanted = [(table, name) for table, names in columns.items() for name, _ in names]
+        row = conn.execute("SELECT to_regclass('failures_at') IS NOT NULL AS made, (SELECT COUNT(*) FROM "
+                           "information_schema.columns WHERE table_schema = current_schema() AND "
+                           "(table_name || '.' || column_name) = ANY(%s)) AS added",
+                           ([f"{t}.{n}" for t, n in wanted],)).fetchone()
+        return bool(row["made"]) and row["added"] == len(wanted)
 
     @staticmethod
     @contextlib.contextmanager

@@ -27,6 +27,7 @@ def _dict_row(cursor, row) -> dict:
 class SQLiteDialect:
     kind = "sqlite"
     unavailable = (sqlite3.OperationalError,)   # cannot open, locked too long, disk I/O
+    retryable = ()                               # (one writer at a time: no deadlocks)
     for_update = ""               # BEGIN IMMEDIATE holds the one write lock
     skip_locked = ""
     id_column = ID
