@@ -81,7 +81,7 @@ def schema(id_column: str) -> list[str]:
             kind TEXT NOT NULL,
             key TEXT NOT NULL,
             at DOUBLE PRECISION NOT NULL)""",
-        "CREATE INDEX IF NOT EXISTS failures_key ON failures (kind, key, id)",
+        "CREATE INDEX IF NOT EXISTS failures_key ON failures (kind, key, at)",
         "CREATE INDEX IF NOT EXISTS failures_at ON failures (kind, at)",
     ]
 
@@ -475,7 +475,7 @@ class StateDB:
         conn = self.read()
         if conn is None:
             return 0.0
-        row = self._one(conn, "SELECT at FROM failures WHERE kind=? AND key=? AND at > ? ORDER BY id DESC "
+        row = self._one(conn, "SELECT at FROM failures WHERE kind=? AND key=? AND at > ? ORDER BY at DESC "
                               "LIMIT 1 OFFSET ?", (kind, key, now - window, attempts - 1))
         return 0.0 if row is None else max(0.0, row["at"] + window - now)
 
@@ -487,7 +487,7 @@ class StateDB:
         with self.write(create=True) as conn:
             self._run(conn, "INSERT INTO failures (kind, key, at) VALUES (?, ?, ?)", (kind, key, now))
             self._run(conn, "DELETE FROM failures WHERE kind=? AND key=? AND id NOT IN (SELECT id FROM failures "
-                            "WHERE kind=? AND key=? ORDER BY id DESC LIMIT ?)", (kind, key, kind, key, attempts))
+                            "WHERE kind=? AND key=? ORDER BY at DESC, id DESC LIMIT ?)", (kind, key, kind, key, attempts))
             with self._lock:
                 self._failed_count += 1
                 sweep = self._failed_count % SWEEP_EVERY == 1
