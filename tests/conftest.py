@@ -49,6 +49,14 @@ def users_template(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path, monkeypatch):
+    """An app built without a state directory gets this test's own: the default (``state`` in
+    the working directory) would be shared by every test, and the failed attempts the limits
+    count there would carry over from one test to the next."""
+    monkeypatch.setenv("CALENDAR_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def paths(tmp_path, users_template) -> dict:
     users = tmp_path / "users.yaml"

@@ -12,8 +12,9 @@ competes for the delivery lease in that database; the one process holding it:
    in one transaction. A branch that was force-moved (the cursor is no longer in its history)
    gives one delivery of the net changes from the cursor's commit to the new head, marked
    ``replaced``;
-2. *delivers*: per subscription the oldest undelivered entry first (commit order), one at a
-   time per subscription, up to ``CALENDAR_WEBHOOK_WORKERS`` subscriptions at once on a pool of
+2. *delivers*: per subscription the oldest undelivered entry first (commit order), claimed
+   for this process in the database first (``StateDB.claim``: two processes that both believe
+   they hold the lease never attempt the same delivery), one at a time per subscription, up to ``CALENDAR_WEBHOOK_WORKERS`` subscriptions at once on a pool of
    delivery threads (a receiver that hangs holds one worker until the timeout, never the
    others, and never the thread that produces and renews the lease), signed as
    Standard Webhooks (``webhook-id`` fixed per delivery, so a retry or a repeat after a crash

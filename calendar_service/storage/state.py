@@ -331,18 +331,6 @@ class StateDB:
               "WHERE subscription=d.subscription AND status='pending')")
 
     @_guarded
-    def due(self, now: float) -> tuple[list[dict], float | None]:
-        """The first undelivered entry of every enabled subscription whose time has come (commit
-        order: a later one waits for it), and the earliest time another one will be due."""
-        conn = self.read()
-        if conn is None:
-            return [], None
-        heads = self._all(conn, "SELECT d.*, s.url, s.secret " + self._HEADS + " ORDER BY d.id")
-        ready = [r for r in heads if r["next_attempt"] <= now]
-        later = [r["next_attempt"] for r in heads if r["next_attempt"] > now]
-        return ready, (min(later) if later else None)
-
-    @_guarded
     def claim(self, now: float, owner: str, seconds: float) -> tuple[list[dict], float | None]:
         """Claim for ``owner`` until ``now + seconds`` the due head of every enabled subscription
         that no other owner holds a live claim on (an owner's own claims are taken again); returns
