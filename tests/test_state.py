@@ -195,4 +195,5 @@ def test_two_deliverers_never_attempt_the_same_delivery(make_app, backend):
         receiver.close()
     ids = [g["headers"]["webhook-id"] for g in receiver.got]
     assert len(ids) == 24 and len(set(ids)) == 24, "a delivery was attempted twice"
-    assert all(attempts.values()) and len(attempts) == 2, "both services delivered"
+    # every attempt went to the receiver once; which service made it is up to timing
+    assert sum(len(found) for found in attempts.values()) == 24, {k: len(v) for k, v in attempts.items()}
