@@ -226,9 +226,15 @@ class Settings:
         "take the client address from `X-Forwarded-For` (its last entry); only behind a proxy that sets it")
     state_dir: Path = setting(
         Path("state"), "CALENDAR_STATE_DIR", Path,
-        "the service's own state (webhook subscriptions with their secrets, the delivery queue): one SQLite "
-        "database, `webhooks.sqlite3`, mode 0600, created by the first subscription; refused inside the "
-        "content repository")
+        "the service's own state (webhook subscriptions with their secrets, the delivery queue, failed "
+        "sign-in and password attempts) when `CALENDAR_STATE_URL` is empty: one SQLite database, "
+        "`webhooks.sqlite3`, mode 0600, created by the first subscription or the first failed attempt; "
+        "refused inside the content repository")
+    state_url: str = setting(
+        "", "CALENDAR_STATE_URL", str,
+        "`postgresql://USER:PASSWORD@HOST:PORT/DATABASE` keeps the service's state in PostgreSQL instead of "
+        "SQLite, for replicas on several hosts (tables made on first use); empty: SQLite in "
+        "`CALENDAR_STATE_DIR`. Its password is never shown", shown="empty (SQLite)", secret=True)
     webhook_delivery: bool = setting(
         True, "CALENDAR_WEBHOOK_DELIVERY", _bool,
         "`0` keeps this instance from ever delivering webhooks (one process delivers at a time, by a lease "
@@ -321,6 +327,10 @@ class Settings:
         if users == content or content in users.parents:
             raise ValueError("CALENDAR_USERS_FILE must not be inside the content repository")
         state = self.state_dir.expanduser().resolve()
+        scheme = self.state_url.strip().split("://", 1)[0].lower() if "://" in self.state_url else self.state_url.strip()
+        if scheme and scheme not in ("postgresql", "postgres"):
+            raise ValueError("CALENDAR_STATE_URL must be empty (SQLite in CALENDAR_STATE_DIR) or a "
+                             "postgresql://user:password@host:port/database URL")
         if state == content or content in state.parents:
             raise ValueError("CALENDAR_STATE_DIR must not be inside the content repository")
         for name, value in (("CALENDAR_WEBHOOK_TIMEOUT", self.webhook_timeout),
@@ -362,6 +372,7 @@ class Settings:
             index_dir=self.index_dir.expanduser().resolve(),
             users_file=users,
             state_dir=state,
+            state_url=self.state_url.strip(),
             webhook_allow_private=allow,
             site_url=self.site_url.rstrip("/"),
             git_remote=self.git_remote.strip(),

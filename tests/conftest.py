@@ -22,6 +22,7 @@ from argon2 import PasswordHasher
 
 from calendar_service import create_app
 from calendar_service.auth.accounts import ROLES, Accounts
+from postgres import own_postgres, postgres_server, state_url  # noqa: F401 (fixtures: a real PostgreSQL)
 
 API = "/calendar/events/v1"
 PASSWORDS = {role: f"{role}-secret-pass" for role in ROLES}
@@ -46,6 +47,14 @@ def users_template(tmp_path_factory) -> Path:
             password["hash"] = cheap.hash(PASSWORDS[entry["login"]])
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path, monkeypatch):
+    """An app built without a state directory gets this test's own: the default (``state`` in
+    the working directory) would be shared by every test, and the failed attempts the limits
+    count there would carry over from one test to the next."""
+    monkeypatch.setenv("CALENDAR_STATE_DIR", str(tmp_path / "state"))
 
 
 @pytest.fixture

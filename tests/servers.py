@@ -44,8 +44,11 @@ class Server:
         env.update(
             CALENDAR_CONTENT_DIR=str(self.paths["content_dir"]), CALENDAR_INDEX_DIR=str(self.paths["index_dir"]),
             CALENDAR_USERS_FILE=str(self.paths["users_file"]), CALENDAR_SEED_SAMPLE="false",
-            CALENDAR_TIMEZONE="UTC", PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore", **self.extra_env,
+            CALENDAR_TIMEZONE="UTC", PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore",
+            # the test's own state (failed attempts, webhooks), never ./state of the working directory
+            CALENDAR_STATE_DIR=str(self.paths.get("state_dir") or Path(self.paths["content_dir"]).parent / "state"),
         )
+        env.update(self.extra_env)
         return env
 
     def start(self, timeout: float = 20) -> "Server":

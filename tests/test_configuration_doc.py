@@ -58,7 +58,8 @@ def test_every_variable_the_package_reads_is_documented():
 
 # a value other than the default that each setting accepts, by field name where its kind is not enough
 SAMPLES = {"site_timezone": "Europe/Rome", "site_url": "https://calendar.example", "webhook_timeout": "5",
-           "webhook_allow_private": "10.1.0.0/16", "recurrence_horizon": "7", "webhook_lease": "70"}
+           "webhook_allow_private": "10.1.0.0/16", "recurrence_horizon": "7", "webhook_lease": "70",
+           "state_url": "postgresql://calendar:secret@db.example:5432/calendar"}
 BY_KIND = {bool: lambda default: "0" if default else "1", int: lambda default: "7", float: lambda default: "70",
            str: lambda default: "other", tuple: lambda default: "a.example,b.example"}
 

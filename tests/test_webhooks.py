@@ -2,6 +2,7 @@
 (API write, editor commit, pull), Standard Webhooks signatures checked by the ``standardwebhooks``
 library in a real receiving server on loopback, retries, automatic disabling, the guard against
 server-side request forgery, and delivery across a kill -9 and by one of two processes only.
+Every test runs with the state in SQLite and in PostgreSQL (a real server: tests/postgres.py).
 """
 from __future__ import annotations
 
@@ -94,6 +95,19 @@ class Receiver:
         self.server.server_close()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def paths(paths, request):
+    """This test's paths, with the state in SQLite (``state_dir``) or in a fresh PostgreSQL database."""
+    if request.param == "postgresql":
+        return {**paths, "state_url": request.getfixturevalue("state_url")}
+    return paths
+
+
+def state_env(paths: dict) -> dict:
+    """The environment that puts a server's state where ``paths`` says."""
+    return {"CALENDAR_STATE_URL": paths["state_url"]} if paths.get("state_url") else {}
+
+
 @pytest.fixture
 def receiver():
     made = Receiver()
@@ -165,8 +179,9 @@ def test_api_writes_are_delivered_signed_in_commit_order(hooked, receiver, repo)
     assert [d["commit"] for d in log["deliveries"]] == commits[-5:][::-1]
     shown = editor.get(f"/subscriptions/{sub['id']}").get_data(as_text=True)
     assert sub["secret"] not in shown and sub["secret"] not in editor.get("/subscriptions").get_data(as_text=True)
-    state = app.extensions["calendar"].settings.state_dir / "webhooks.sqlite3"
-    assert state.stat().st_mode & 0o777 == 0o600
+    if not app.extensions["calendar"].settings.state_url:
+        state = app.extensions["calendar"].settings.state_dir / "webhooks.sqlite3"
+        assert state.stat().st_mode & 0o777 == 0o600
     assert sub["secret"] not in "".join(p.read_text(errors="replace") for p in repo.root.rglob("*") if p.is_file())
 
 
@@ -189,8 +204,8 @@ def test_editor_commits_and_a_reset_branch_are_delivered(hooked, receiver, repo,
     assert data["changes"] == [{"type": "events", "id": 500, "action": "deleted", "commit": repo.head()}]
 
 
-def test_a_pull_from_the_remote_is_delivered(instance, receiver, bare, tmp_path):
-    a = instance("a", state_dir=tmp_path / "state-a", **FAST)
+def test_a_pull_from_the_remote_is_delivered(instance, receiver, bare, tmp_path, paths):
+    a = instance("a", state_dir=tmp_path / "state-a", state_url=paths.get("state_url", ""), **FAST)
     a.create("First")
     subscribe(a.admin, receiver, "/pull")
     clone = editor_clone(bare, tmp_path / "editor")
@@ -404,7 +419,8 @@ def test_subscriptions_are_for_editors_and_administrators(hooked, receiver):
 # ----------------------------------------------------------------------------- real processes
 
 def _server(paths: dict, state: Path, kind: str = "app", workers: int = 1, **env: str) -> Server:
-    return Server(paths, kind=kind, workers=workers, extra_env={**FAST_ENV, "CALENDAR_STATE_DIR": str(state), **env})
+    return Server(paths, kind=kind, workers=workers,
+                  extra_env={**FAST_ENV, "CALENDAR_STATE_DIR": str(state), **state_env(paths), **env})
 
 
 def test_kill_9_of_the_sender_loses_no_delivery_and_repeats_keep_their_id(paths, receiver, tmp_path):

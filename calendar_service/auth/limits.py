@@ -8,8 +8,14 @@ is right (as WordPress lockout plugins do): otherwise an attacker could keep gue
 recognize the right password by its answer. Successful attempts are not counted. Logins
 that do not exist are counted like real ones, so a 429 says nothing about the account.
 
-Each table holds at most ``size`` keys; the least recently failed key is dropped first, so
-a flood of distinct logins or addresses costs bounded memory.
+The failures are kept in the service's state database (``storage/state.py``: SQLite for one
+machine, PostgreSQL for several), so a limit holds across gunicorn workers and replicas; the
+key is stored as a SHA-256 of the kind and the key (no login names or addresses in clear),
+timed by the wall clock that hosts share. Each kind holds at most ``size`` keys; the least
+recently failed keys are dropped first, so a flood of distinct logins or addresses costs
+bounded space. While that database cannot be reached, checks raise its ``StateUnavailable``
+(503 with ``Retry-After``): never an unlimited guess. Without a state database (a ``Limits``
+made on its own, as in a command line tool) the failures are counted in this process's memory.
 
 Argon2 checks (human-chosen passwords) need tens of megabytes each by design (argon2-cffi's
 memory cost); at most
@@ -24,9 +30,17 @@ import threading
 import time
 from collections import OrderedDict, deque
 from contextlib import contextmanager
+from hashlib import sha256
 
 ARGON2_WAIT = 2.0  # seconds an Argon2 check may wait for a free slot
 BUSY_RETRY_AFTER = 1  # seconds a client is asked to wait when every Argon2 slot is taken
+
+
+def limit_key(kind: str, key) -> str:
+    """How a key is stored in the state database: a SHA-256 of the kind and the key."""
+    parts = key if isinstance(key, tuple) else (key,)
+    text = "\0".join([kind, *(str(p) for p in parts)])
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Throttled(Exception):
@@ -49,23 +63,38 @@ class Busy(Exception):
 
 
 class AttemptLimiter:
-    """Failures per key in a sliding window of ``window`` seconds; ``attempts`` <= 0 turns it off."""
+    """Failures per key in a sliding window of ``window`` seconds; ``attempts`` <= 0 turns it off.
 
-    def __init__(self, attempts: int, window: float, size: int = 10_000, clock=time.monotonic):
+    With ``state`` (the state database: ``limit_retry_after``, ``limit_failed``, ``limit_keys``)
+    the failures are kept there under ``kind``, shared by every process using it; else in memory."""
+
+    def __init__(self, attempts: int, window: float, size: int = 10_000, clock=None, state=None,
+                 kind: str = "limit"):
         self.attempts = int(attempts)
         self.window = float(window)
         self.size = max(1, int(size))
-        self.clock = clock
+        self.state = state
+        self.kind = kind
+        # shared counts are timed by the wall clock (the same on every host); memory by a monotonic one
+        self.clock = clock or (time.time if state is not None else time.monotonic)
         self._lock = threading.Lock()
         self._failures: OrderedDict[object, deque] = OrderedDict()
 
     def __len__(self) -> int:
+        if self.state is not None:
+            return self.state.limit_keys(self.kind)
         return len(self._failures)
+
+    def _key(self, key) -> str:
+        return limit_key(self.kind, key)
 
     def retry_after(self, key) -> int:
         """Seconds until ``key`` may try again; 0 when it may try now."""
         if self.attempts <= 0:
             return 0
+        if self.state is not None:
+            wait = self.state.limit_retry_after(self.kind, self._key(key), self.attempts, self.window, self.clock())
+            return max(1, math.ceil(wait)) if wait > 0 else 0
         with self._lock:
             times = self._failures.get(key)
             if not times:
@@ -79,6 +108,9 @@ class AttemptLimiter:
 
     def failed(self, key) -> None:
         if self.attempts <= 0:
+            return
+        if self.state is not None:
+            self.state.limit_failed(self.kind, self._key(key), self.attempts, self.window, self.size, self.clock())
             return
         with self._lock:
             times = self._failures.get(key)
@@ -97,7 +129,7 @@ class Limits:
     def __init__(self, login_attempts: int = 10, login_address_attempts: int = 30, login_window: float = 300,
                  event_password_attempts: int = 10, event_password_window: float = 300, size: int = 10_000,
                  argon2_concurrency: int = 2, trust_forwarded_for: bool = False,
-                 remote_lookups: int = 30, remote_lookup_window: float = 60):
+                 remote_lookups: int = 30, remote_lookup_window: float = 60, state=None):
         for name, value in (("login attempts", login_attempts), ("login address attempts", login_address_attempts),
                             ("event password attempts", event_password_attempts),
                             ("remote lookups", remote_lookups)):
@@ -106,19 +138,21 @@ class Limits:
         if login_window <= 0 or event_password_window <= 0 or remote_lookup_window <= 0 or size < 1 \
                 or argon2_concurrency < 1:
             raise ValueError("limit windows, the limiter size and the Argon2 concurrency must be positive")
-        self.login = AttemptLimiter(login_attempts, login_window, size)
-        self.address = AttemptLimiter(login_address_attempts, login_window, size)
-        self.event = AttemptLimiter(event_password_attempts, event_password_window, size)
-        self.lookups = AttemptLimiter(remote_lookups, remote_lookup_window, size)
+        self.state = state
+        self.login = AttemptLimiter(login_attempts, login_window, size, state=state, kind="login")
+        self.address = AttemptLimiter(login_address_attempts, login_window, size, state=state, kind="address")
+        self.event = AttemptLimiter(event_password_attempts, event_password_window, size, state=state, kind="event")
+        self.lookups = AttemptLimiter(remote_lookups, remote_lookup_window, size, state=state, kind="lookup")
         self.trust_forwarded_for = trust_forwarded_for  # as set: the app's WSGI middleware acts on it (see client)
         self._argon2 = threading.BoundedSemaphore(argon2_concurrency)
 
     @classmethod
-    def from_settings(cls, settings) -> "Limits":
+    def from_settings(cls, settings, state=None) -> "Limits":
+        """The limits of ``settings``, counted in ``state`` (the state database) when given."""
         return cls(settings.login_attempts, settings.login_address_attempts, settings.login_window,
                    settings.event_password_attempts, settings.event_password_window, settings.limiter_size,
                    settings.argon2_concurrency, settings.trust_forwarded_for,
-                   settings.changes_remote_lookups, settings.changes_remote_window)
+                   settings.changes_remote_lookups, settings.changes_remote_window, state)
 
     def client(self, request) -> str:
         """The client address of a request (anything with ``remote_addr``).

@@ -11,7 +11,7 @@ from calendar_service.http.call import json_response
 from calendar_service.http.errors import (BAD_REQUEST, INTERNAL_ERROR, METHOD_NOT_ALLOWED, NOT_FOUND, PAYLOAD_TOO_LARGE,
                                           SERVICE_UNAVAILABLE, TOO_MANY_REQUESTS, ApiError, no_route, request_too_large,
                                           retry_after)
-from calendar_service.service.errors import UNAVAILABLE, ServiceError
+from calendar_service.service.errors import UNAVAILABLE, ServiceError, StateUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ def error_response(error: ApiError):
     return response
 
 
-def _try_again_later(code: str, exc: Throttled | Busy, status: int):
+def _try_again_later(code: str, exc: Throttled | Busy | StateUnavailable, status: int):
     """The error envelope of a refusal that tells the caller when to try again."""
     return error_response(ApiError(code, str(exc), status, retry_after=exc.retry_after))
 
@@ -43,6 +43,11 @@ def init_app(app, settings) -> None:
     @app.errorhandler(Busy)
     def busy(exc: Busy):
         return _try_again_later("rest_authentication_busy", exc, SERVICE_UNAVAILABLE)
+
+    @app.errorhandler(StateUnavailable)
+    def state_unavailable(exc: StateUnavailable):
+        # sign-in, event passwords and webhook management wait for it: never an unlimited guess
+        return _try_again_later("calendar-state-unavailable", exc, SERVICE_UNAVAILABLE)
 
     @app.errorhandler(ServiceError)
     def service_error(exc: ServiceError):

@@ -21,6 +21,7 @@ from calendar_service.service import sample
 from calendar_service.service.calendar import CalendarService
 from calendar_service.service.webhooks import Webhooks
 from calendar_service.storage.catalog import Catalog
+from calendar_service.storage.state import StateDB
 from calendar_service.storage.store import GitStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
                                 getattr(settings, "recurrence_horizon", None))
     try:
         open_repository(store, settings)
-        accounts = Accounts(settings.users_file, Limits.from_settings(settings))
+        state = StateDB.of(settings)  # webhooks and the limits on guessing share it
+        accounts = Accounts(settings.users_file, Limits.from_settings(settings, state))
         catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
                           last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
         index = SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
@@ -59,7 +61,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
         store.close()
         raise
     service = CalendarService(settings, store, catalog, accounts, index)
-    service.webhooks = Webhooks(settings, store, catalog, service.history, accounts)
+    service.webhooks = Webhooks(settings, store, catalog, service.history, accounts, state)
     return service
 
 

@@ -418,7 +418,9 @@ class CalendarService:
 
     def status(self) -> dict:
         """What operators need to know about this service (see ``status.view``)."""
-        return status_view(self.settings, self.store, self.snapshot(), self.index, self.has_remote, self.follower)
+        found = status_view(self.settings, self.store, self.snapshot(), self.index, self.has_remote, self.follower)
+        found["state"] = self.webhooks.db.status()   # kind, reachable, where (never the URL's password)
+        return found
 
     def waiting_for_content(self) -> bool:
         """True while a replica with a remote has neither pulled successfully since the start nor

@@ -7,6 +7,9 @@ kind too.
 """
 from __future__ import annotations
 
+# the state database (webhooks, the limits on guessing) cannot be reached: 503 calendar-state-unavailable
+from calendar_service.storage.state import StateUnavailable  # noqa: F401  (raised by the storage layer)
+
 # the kinds of failure
 INVALID = "invalid"                          # the arguments cannot be used
 UNAUTHENTICATED = "unauthenticated"          # the caller must sign in first

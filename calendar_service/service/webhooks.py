@@ -12,8 +12,9 @@ competes for the delivery lease in that database; the one process holding it:
    in one transaction. A branch that was force-moved (the cursor is no longer in its history)
    gives one delivery of the net changes from the cursor's commit to the new head, marked
    ``replaced``;
-2. *delivers*: per subscription the oldest undelivered entry first (commit order), one at a
-   time per subscription, up to ``CALENDAR_WEBHOOK_WORKERS`` subscriptions at once on a pool of
+2. *delivers*: per subscription the oldest undelivered entry first (commit order), claimed
+   for this process in the database first (``StateDB.claim``: two processes that both believe
+   they hold the lease never attempt the same delivery), one at a time per subscription, up to ``CALENDAR_WEBHOOK_WORKERS`` subscriptions at once on a pool of
    delivery threads (a receiver that hangs holds one worker until the timeout, never the
    others, and never the thread that produces and renews the lease), signed as
    Standard Webhooks (``webhook-id`` fixed per delivery, so a retry or a repeat after a crash
@@ -45,7 +46,7 @@ from calendar_service.domain.resources import CATEGORIES, EVENTS, RESOURCES, TAG
 from calendar_service.service import errors, outbound
 from calendar_service.service.history import RecordHistory
 from calendar_service.storage.catalog import Catalog
-from calendar_service.storage.state import StateDB
+from calendar_service.storage.state import StateDB, StateUnavailable
 from calendar_service.storage.store import ZERO, GitStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ MAX_PER_OWNER = 100               # subscriptions one account may hold
 MAX_TERMS = 100                   # categories or tags in one filter
 STEPS_PER_ROUND = 50              # commits turned into deliveries per transaction
 JOIN_SECONDS = 5.0
+CLAIM_MARGIN = 5.0                # seconds a claim outlives the webhook timeout (see ``deliver_due``)
 EVENT_TYPE = "calendar.changed"
 
 
@@ -72,13 +74,14 @@ def new_secret() -> str:
 class Webhooks:
     """The webhooks of one service (see the module)."""
 
-    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: RecordHistory, accounts: Accounts):
+    def __init__(self, settings: Settings, store: GitStore, catalog: Catalog, history: RecordHistory, accounts: Accounts,
+                 db: StateDB | None = None):
         self.settings = settings
         self.store = store
         self.catalog = catalog
         self.history = history
         self.accounts = accounts
-        self.db = StateDB(settings.state_dir)
+        self.db = db if db is not None else StateDB.of(settings)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease_until = 0.0
         self._stop = threading.Event()
@@ -264,21 +267,39 @@ class Webhooks:
         one under way waits for it: its next one is due only once that one is done); returns when
         the next one is due. With ``wait``, returns once the started deliveries are done."""
         busy = self._pool.busy()  # before the queue is read (see DeliveryPool.busy)
-        due, later = self.db.due(time.time())
-        started = []
+        if self._stop.is_set() or not self._renew():
+            return None
+        due, later = self.db.claim(time.time(), self.worker_id, self._claim_seconds())
+        started, unstarted = [], []
         for delivery in due:
             if self._stop.is_set() or not self._renew():
-                return None
-            if delivery["subscription"] in busy:
+                unstarted.append(delivery)
                 continue
+            if delivery["subscription"] in busy:
+                continue   # claimed again by its own attempt under way, which records it
             future = self._pool.start(delivery)
-            if future is not None:
+            if future is None:
+                unstarted.append(delivery)
+            else:
                 started.append(future)
+        if unstarted:  # another process may take them at once
+            self.db.release_claims([d["id"] for d in unstarted], self.worker_id)
+            if self._stop.is_set() or self._lease_until <= time.time():
+                return None
         if wait:
             concurrent.futures.wait(started)
         return later
 
+    def _claim_seconds(self) -> float:
+        """How long a claim lasts: one attempt and a margin. An attempt that waited for a free
+        worker renews it before it starts; a process killed midway leaves it to expire, and the
+        next lease holder repeats the delivery with the same webhook-id."""
+        return self.settings.webhook_timeout + CLAIM_MARGIN
+
     def _attempt(self, d: dict) -> None:
+        if time.time() > d["claimed_until"] - self.settings.webhook_timeout - 1:
+            if not self.db.hold(d["id"], self.worker_id, time.time() + self._claim_seconds()):
+                return  # waited too long: another process claimed it
         stamp = datetime.now(timezone.utc)
         headers = {"webhook-id": d["message_id"], "webhook-timestamp": str(int(stamp.timestamp())),
                    "webhook-signature": Webhook(d["secret"]).sign(d["message_id"], stamp, d["payload"])}
@@ -292,12 +313,13 @@ class Webhooks:
             error = _reason(exc)
         now = time.time()
         if status is not None and 200 <= status < 300:
-            self.db.delivered(d["id"], now, status)
+            self.db.delivered(d["id"], now, status, self.worker_id)
             return
         if error is None:
             error = f"HTTP {status}" + (" (redirects are not followed)" if 300 <= status < 400 else "")
         delay = min(self.settings.webhook_backoff_max, self.settings.webhook_backoff * 2 ** d["attempts"])
-        disabled = self.db.failed(d["id"], now, error, status, now + delay, self.settings.webhook_max_failures)
+        disabled = self.db.failed(d["id"], now, error, status, now + delay, self.settings.webhook_max_failures,
+                                  self.worker_id)
         log.warning("webhook delivery %s of subscription %d failed (attempt %d): %s%s", d["message_id"],
                     d["subscription"], d["attempts"] + 1, error, "; subscription disabled" if disabled else "")
 
@@ -321,7 +343,7 @@ class Webhooks:
     def run_once(self) -> float | None:
         """One round of the thread: produce and deliver while holding the lease. Returns the
         seconds until the next round (None: at the poll interval)."""
-        if not self.db.exists() or not self._renew():
+        if self.db.cursor() is None or not self._renew():  # no subscription was ever made: nothing to do
             return None
         while self.produce() and not self._stop.is_set():
             self.deliver_due()
@@ -348,6 +370,8 @@ class Webhooks:
                 after = self.run_once()
                 if after is not None:
                     wait = min(wait, after)
+            except StateUnavailable:
+                self._lease_until = 0.0  # logged by the state database, once per outage
             except (StoreError, OSError, ValueError) as exc:
                 log.warning("webhooks: %s", exc)
             except Exception:
