@@ -371,16 +371,23 @@ class StateDB:
                 self._run(conn, "UPDATE deliveries SET claimed_by=NULL, claimed_until=NULL WHERE id=? AND claimed_by=?",
                           (delivery_id, owner))
 
+    def _claimed(self, conn, delivery_id: int, owner: str | None) -> int | None:
+        """The subscription of a delivery, locked for this transaction, when ``owner`` (None: anyone)
+        still holds its claim; None when another process does or it is gone."""
+        row = self._one(conn, "SELECT subscription, claimed_by FROM deliveries WHERE id=?" + self.dialect.for_update,
+                        (delivery_id,))
+        if row is None or (owner is not None and row["claimed_by"] != owner):
+            return None
+        return row["subscription"]
+
     @_guarded
     def delivered(self, delivery_id: int, now: float, status_code: int, owner: str | None = None) -> bool:
         """Record a delivery; only for the process that claimed it (``owner``; None: whoever).
         False when another one holds it now (or the subscription was deleted meanwhile)."""
         with self.write() as conn:
-            row = self._one(conn, "SELECT subscription, claimed_by FROM deliveries WHERE id=?" + self.dialect.for_update,
-                            (delivery_id,))
-            if row is None or (owner is not None and row["claimed_by"] != owner):
+            sub = self._claimed(conn, delivery_id, owner)
+            if sub is None:
                 return False
-            sub = row["subscription"]
             self._run(conn, "UPDATE deliveries SET status='delivered', attempts=attempts+1, last_attempt=?, "
                             "delivered=?, last_status=?, last_error=NULL, claimed_by=NULL, claimed_until=NULL "
                             "WHERE id=?", (now, now, status_code, delivery_id))
@@ -396,11 +403,9 @@ class StateDB:
         """Record a failed attempt (only for the claimer ``owner``, as ``delivered``); returns True
         when it disabled the subscription (``max_failures`` consecutive failures; 0 = never)."""
         with self.write() as conn:
-            row = self._one(conn, "SELECT subscription, claimed_by FROM deliveries WHERE id=?" + self.dialect.for_update,
-                            (delivery_id,))
-            if row is None or (owner is not None and row["claimed_by"] != owner):
+            sub = self._claimed(conn, delivery_id, owner)
+            if sub is None:
                 return False
-            sub = row["subscription"]
             self._run(conn, "UPDATE deliveries SET attempts=attempts+1, last_attempt=?, last_error=?, last_status=?, "
                             "next_attempt=?, claimed_by=NULL, claimed_until=NULL WHERE id=?",
                       (now, error, status_code, retry_at, delivery_id))
