@@ -10,6 +10,7 @@ import base64
 import logging
 import sqlite3
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -197,3 +198,59 @@ def test_two_deliverers_never_attempt_the_same_delivery(make_app, backend):
     assert len(ids) == 24 and len(set(ids)) == 24, "a delivery was attempted twice"
     # every attempt went to the receiver once; which service made it is up to timing
     assert sum(len(found) for found in attempts.values()) == 24, {k: len(v) for k, v in attempts.items()}
+
+
+# ----------------------------------------------------------------------------- moving to PostgreSQL
+
+def test_state_copy_moves_subscriptions_and_their_queue_from_sqlite_to_postgresql(make_app, paths, state_url,
+                                                                                 monkeypatch, capsys):
+    """One machine's SQLite state moves to PostgreSQL with `state copy`: the subscription keeps its
+    id and secret, a delivery that was failing keeps its webhook-id and goes out from the new
+    store, the delivery log comes along, and a second copy is refused (nothing doubled)."""
+    from calendar_service.cli.commands import main as cli
+
+    receiver = Receiver()
+    receiver.answers["/moved"] = [503] * 1000          # the receiver is down while the machine runs alone
+    sqlite_dir = paths["state_dir"]
+    one = make_app(**FAST, state_dir=sqlite_dir)
+    admin = Client(one.test_client(), "administrator")
+    try:
+        sub = admin.post("/subscriptions", json={"url": receiver.url("/moved")}).get_json()
+        receiver.secrets["/moved"] = sub["secret"]
+        for n in range(2):
+            assert admin.post("/events", json={"title": f"Before the move {n}", **EVENT}).status_code == 201
+        wait_for(lambda: len(receiver.to("/moved")) >= 2, what="failed attempts")
+    finally:
+        close_app(one)
+    tried = {g["headers"]["webhook-id"] for g in receiver.to("/moved")}
+    with sqlite3.connect(sqlite_dir / "webhooks.sqlite3") as db:
+        queued = [row[0] for row in db.execute("SELECT message_id FROM deliveries ORDER BY id")]
+    assert len(queued) == 2 and tried == {queued[0]}   # the head failed (retried), the next one waits behind it
+
+    monkeypatch.setenv("CALENDAR_STATE_URL", state_url)
+    monkeypatch.setenv("CALENDAR_STATE_DIR", str(paths["state_dir"].parent / "unused"))
+    assert cli(["state", "copy", "--from", str(sqlite_dir)]) == 0
+    printed = capsys.readouterr().out
+    assert "copied 1 subscriptions and 2 deliveries" in printed, printed
+    assert urlsplit(state_url).password not in printed
+
+    receiver.answers["/moved"] = []                     # it is back: the new store delivers
+    many = make_app(**FAST, state_dir=paths["state_dir"].parent / "unused", state_url=state_url)
+    admin = Client(many.test_client(), "administrator")
+    try:
+        moved = admin.get(f"/subscriptions/{sub['id']}")
+        assert moved.status_code == 200 and moved.get_json()["url"] == receiver.url("/moved")
+        got = wait_for(lambda: len(receiver.ok("/moved")) >= 2 and receiver.ok("/moved"), what="the moved queue")
+        assert [g["headers"]["webhook-id"] for g in got[:2]] == queued   # the same ids, in commit order
+        assert [g["payload"]["data"]["changes"][0]["action"] for g in got[:2]] == ["created", "created"]
+        log = admin.get(f"/subscriptions/{sub['id']}/deliveries").get_json()
+        assert log["total"] == 2 and all(d["attempts"] >= 2 for d in log["deliveries"][-1:]), log
+        # a new write after the move is announced too, with the next id
+        assert admin.post("/events", json={"title": "After the move", **EVENT}).status_code == 201
+        wait_for(lambda: len(receiver.ok("/moved")) >= 3, what="a delivery made after the move")
+    finally:
+        close_app(many)
+        receiver.close()
+    # a second copy into a store that holds subscriptions is refused, and says so
+    assert cli(["state", "copy", "--from", str(sqlite_dir)]) == 2
+    assert "already holds subscriptions" in capsys.readouterr().err

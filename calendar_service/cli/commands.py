@@ -324,6 +324,30 @@ def cmd_settings(options) -> int:
     return 0
 
 
+def cmd_state_copy(options) -> int:
+    """Copy the webhook subscriptions and their queue from a SQLite state directory into the state
+    database this environment names (CALENDAR_STATE_URL): moving from one machine to several."""
+    from calendar_service.storage.state import FILE_NAME, StateDB, StateUnavailable
+
+    settings = Settings.from_env()
+    if not settings.state_url:
+        raise ValueError("CALENDAR_STATE_URL is not set: there is no PostgreSQL state database to copy into")
+    source_dir = Path(options.source or settings.state_dir)
+    if not (source_dir / FILE_NAME).exists():
+        raise ValueError(f"no state database ({FILE_NAME}) in {source_dir}")
+    source, target = StateDB(source_dir), StateDB.of(settings)
+    try:
+        counts = target.copy_from(source)
+    except StateUnavailable:
+        raise ValueError(f"the state database {target.dialect.describe()} cannot be reached: nothing was copied") from None
+    finally:
+        source.close()
+        target.close()
+    print(f"copied {counts['subscriptions']} subscriptions and {counts['deliveries']} deliveries "
+          f"from {source_dir / FILE_NAME} to {target.dialect.describe()}")
+    return 0
+
+
 def cmd_import(options) -> int:
     from calendar_service.cli import importer
     from calendar_service.storage.store import StoreError
@@ -444,6 +468,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "clone you are in, else CALENDAR_CONTENT_DIR)")
     status.add_argument("-C", dest="chdir", metavar="DIR", help="the same as DIRECTORY")
     status.set_defaults(func=cmd_status)
+    state = commands.add_parser("state", help="the service's own state database (webhook subscriptions, limits)")
+    state_actions = state.add_subparsers(dest="action", required=True)
+    copy = state_actions.add_parser("copy", help="copy the subscriptions and their queue from a SQLite state directory "
+                                                 "into CALENDAR_STATE_URL's database (stop the service first)")
+    copy.add_argument("--from", dest="source", metavar="DIR", help="the SQLite state directory (default: "
+                                                                   "CALENDAR_STATE_DIR)")
+    copy.set_defaults(func=cmd_state_copy)
     settings = commands.add_parser("settings", help="print the settings this environment gives (see docs/configuration.md)")
     settings.add_argument("--markdown", action="store_true", help="print the configuration page made from the settings")
     settings.set_defaults(func=cmd_settings)

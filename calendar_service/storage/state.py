@@ -41,6 +41,8 @@ SWEEP_EVERY = 100         # failed attempts (per process) between sweeps of expi
 RETRIES = 3              # runs of a transaction PostgreSQL rolled back to break a deadlock
 RETRY_AFTER = 5           # seconds a client is asked to wait while the state cannot be reached
 
+COPIED = ("subscriptions", "deliveries", "meta")  # what copy_from moves
+
 __all__ = ["FILE_NAME", "StateDB", "StateUnavailable"]
 
 
@@ -228,6 +230,38 @@ class StateDB:
         except StateUnavailable:
             reachable = False
         return {"kind": self.kind, "reachable": reachable, "location": self.dialect.describe()}
+
+    # ------------------------------------------------------------------------- moving the state
+
+    @_guarded
+    def copy_from(self, source: "StateDB") -> dict[str, int]:
+        """Copy ``source``'s subscriptions (secrets included), their queue and delivery log and the
+        cursor here, ids kept (so a repeated delivery keeps its webhook-id, and a subscription its
+        URL): how one machine's SQLite state moves to PostgreSQL. Claims and the lease are not
+        copied (nothing delivers while the service is stopped for the move), nor the failed
+        attempts (they matter for minutes). One transaction; ValueError when this database already
+        holds subscriptions. Returns the rows copied per table."""
+        if source.dialect.describe() == self.dialect.describe():
+            raise ValueError("the source and the target are the same state database")
+        src = source.read()
+        counts = {table: 0 for table in COPIED}
+        if src is None:
+            return counts
+        rows = {table: source._all(src, f"SELECT * FROM {table} ORDER BY 1") for table in COPIED}
+        with self.write(create=True) as conn:
+            if self._one(conn, "SELECT COUNT(*) AS n FROM subscriptions")["n"]:
+                raise ValueError("the target state database already holds subscriptions: nothing was copied")
+            self._run(conn, "DELETE FROM deliveries")
+            self._run(conn, "DELETE FROM meta")
+            for table in COPIED:
+                for row in rows[table]:
+                    if table == "deliveries":
+                        row = {**row, "claimed_by": None, "claimed_until": None}
+                    self._run(conn, f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                              tuple(row.values()))
+                counts[table] = len(rows[table])
+            self.dialect.ids_copied(conn, [t for t in COPIED if t != "meta"])
+        return counts
 
     # ------------------------------------------------------------------------- subscriptions
 

@@ -94,5 +94,12 @@ class PostgresDialect:
         with conn.transaction():
             yield conn
 
+    @staticmethod
+    def ids_copied(conn, tables: list[str]) -> None:
+        """After rows were inserted with their ids: the identity of each table goes on after them."""
+        for table in tables:
+            conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), GREATEST(COALESCE(MAX(id), 0), 1), "
+                         f"MAX(id) IS NOT NULL) FROM {table}")
+
     def broken(self, conn, exc: Exception) -> bool:
         return conn.closed or conn.broken or isinstance(exc, self.unavailable)

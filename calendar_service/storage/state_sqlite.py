@@ -84,6 +84,10 @@ class SQLiteDialect:
         conn.execute("COMMIT")
 
     @staticmethod
+    def ids_copied(conn, tables: list[str]) -> None:
+        """Nothing to do: AUTOINCREMENT goes on after the largest id inserted."""
+
+    @staticmethod
     def broken(conn, exc: Exception) -> bool:
         """Whether ``exc`` leaves the connection unusable (SQLite's never does: the file is local)."""
         return False
