@@ -121,7 +121,9 @@ def test_client_create_get_list_update_delete_of_each_type(compat, repo):
     assert e["type"] == "tribe_events" and e["title"]["rendered"] == "Summer Music Festival"
     assert "Bands" in e["content"]["rendered"] and isinstance(e["author"], int)
     assert e["start_date"] == "2031-07-15 18:00:00" and e["end_date_utc"] == "2031-07-15 23:00:00"
-    assert e["duration"] == 5 * 3600 and e["venues"] == [v["id"]] and e["organizers"] == [o["id"]]
+    assert e["duration"] == 5 * 3600 and [x["id"] for x in e["venues"]] == [v["id"]]
+    assert [x["id"] for x in e["organizers"]] == [o["id"]] and e["organizer_names"] == ["Ann"]
+    assert e["venues"][0]["type"] == "tribe_venue" and e["venues"][0]["city"] == "Springfield"
     assert e["featured"] is True and e["cost"] == "Free"
     for key in ("date", "date_gmt", "modified", "modified_gmt", "link", "slug", "status"):
         assert e[key], key
@@ -177,7 +179,8 @@ def test_native_prefix_is_served_without_compat(app):
     r = client.post(NATIVE + "/events", headers=mcp(), json={"title": "Native", "start_date": "2033-01-01 10:00:00",
                                                            "end_date": "2033-01-01 11:00:00"})
     assert r.status_code == 201, r.get_json()
-    assert client.get(NATIVE + "/events?start_date=2033-01-01&end_date=2033-12-31", headers=mcp()).get_json()[0]["id"] == r.get_json()["id"]
+    got = client.get(NATIVE + "/events?start_date=2033-01-01&end_date=2033-12-31", headers=mcp())
+    assert got.get_json() and got.get_json()[0]["id"] == r.get_json()["id"], (got.get_json(), r.get_json()["status"])
 
 
 def test_permissions_and_errors_are_v1s(compat, factory):
@@ -234,8 +237,29 @@ def test_written_through_tec_reads_back_identically_through_v1_and_the_reverse(c
     other = factory.event(title="Reverse", start_date="2031-06-01 08:00:00", end_date="2031-06-01 09:00:00",
                           venue=venue["id"], cost="7")
     tec = compat.get(f"{TEC}/events/{other['id']}", headers=h).get_json()
-    assert tec["title"]["rendered"] == other["title"] and tec["venues"] == [venue["id"]]
+    assert tec["title"]["rendered"] == other["title"] and [x["id"] for x in tec["venues"]] == [venue["id"]]
     assert (tec["start_date"], tec["end_date"], tec["cost"], tec["status"], tec["slug"]) == (
         other["start_date"], other["end_date"], other["cost"], other["status"], other["slug"])
     assert compat.get(f"{TEC}/events/{other['id']}", headers=h).headers["ETag"] == \
         compat.get(f"{API}/events/{other['id']}", headers=h).headers["ETag"]
+
+
+def test_event_list_dates_are_the_originals(compat, factory):
+    past = factory.event(title="Past", start_date="2020-02-01 10:00:00", end_date="2020-02-01 11:00:00")
+    later = factory.event(title="Later", start_date="2031-02-01 10:00:00", end_date="2031-02-03 11:00:00")
+    draft = factory.event(title="Draft", status="draft", start_date="2031-02-01 10:00:00",
+                          end_date="2031-02-01 11:00:00")
+    h = mcp()
+    # without dates every published event, past ones too (v1 shows a window around today)
+    everything = compat.get(TEC + "/events", headers=h).get_json()
+    assert [e["id"] for e in everything] == [past["id"], later["id"]]
+    assert everything[0]["is_past"] is True and everything[1]["multiday"] is True
+    # start_date: starting from that day on; end_date: ending by the end of that day
+    assert [e["id"] for e in compat.get(TEC + "/events?start_date=2031-02-01", headers=h).get_json()] == [later["id"]]
+    assert compat.get(TEC + "/events?start_date=2031-02-01&end_date=2031-02-02", headers=h).get_json() == []
+    assert [e["id"] for e in compat.get(TEC + "/events?end_date=2020-02-01", headers=h).get_json()] == [past["id"]]
+    # drafts only when asked for
+    asked = compat.get(TEC + "/events?status=draft", headers=h).get_json()
+    assert [e["id"] for e in asked] == [draft["id"]]
+    bad = compat.get(TEC + "/events?start_date=not-a-date", headers=h)
+    assert bad.status_code == 400 and bad.get_json()["code"] == "rest_invalid_param"

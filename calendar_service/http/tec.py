@@ -98,7 +98,12 @@ class TecApi(Api):
         if resource is None:
             return raw
         if method == "GET" and route.pattern == f"/{resource.name}":
-            return _renamed(raw, LIST_FIELDS[resource.name])
+            raw = _renamed(raw, LIST_FIELDS[resource.name])
+            if resource is EVENTS:
+                _event_window(raw, svc.site_tz)
+            # the original lists published records unless a status is asked for, whoever asks
+            raw.setdefault("status", "publish")
+            return raw
         if method in ("POST", "PUT", "PATCH"):
             raw = _renamed(raw, FIELDS[resource.name])
             if resource is EVENTS:
@@ -138,6 +143,27 @@ def _renamed(raw: dict, names: dict) -> dict:
     return out
 
 
+def _event_window(raw: dict, site_tz) -> None:
+    """The original's date filters: ``start_date`` keeps the events that start from the beginning
+    of that day, ``end_date`` those that end by its end, and without them every event is listed
+    (v1's take the events that overlap them, in a window around today by default): given to v1
+    as its exact ``starts_after`` (the earliest moment when not given) and ``ends_before``."""
+    raw["strict_dates"] = True
+    for name, key, edge in (("start_date", "starts_after", dates.start_of_day),
+                            ("end_date", "ends_before", dates.end_of_day)):
+        value = raw.pop(name, None)
+        if value is None or key in raw:
+            continue
+        try:
+            raw[key] = dates.fmt(edge(dates.parse(value, site_tz)))
+        except dates.DateParseError:
+            raise errors.invalid_params({name: f"Invalid date: {value}"}, {}) from None
+    raw.setdefault("starts_after", EARLIEST)
+
+
+EARLIEST = "1970-01-01 00:00:00"
+
+
 def _event_dates(raw: dict, site_tz) -> None:
     """``start_date_utc``/``end_date_utc`` (UTC wall-clock times) stand for the local dates when
     those are not given; ``duration`` (seconds) sets the end from the start when no end is given."""
@@ -170,6 +196,12 @@ def _ids(value) -> list[int]:
     if isinstance(value, dict):
         value = [value]
     return [item["id"] for item in value or [] if isinstance(item, dict) and "id" in item]
+
+
+def _embedded(resource, value) -> list[dict]:
+    if isinstance(value, dict):
+        value = [value]
+    return [post(resource, item) for item in value or [] if isinstance(item, dict)]
 
 
 def post(resource, item: dict) -> dict:
@@ -208,6 +240,8 @@ def post(resource, item: dict) -> dict:
 
 def _event_fields(item: dict) -> dict:
     start, end = item.get("utc_start_date"), item.get("utc_end_date")
+    now = dates.fmt(dates.utc_now())
+    organizers = _embedded(ORGANIZERS, item.get("organizer"))
     duration = 0
     try:
         duration = int((dates.parse(end, timezone.utc) - dates.parse(start, timezone.utc)).total_seconds())
@@ -219,6 +253,10 @@ def _event_fields(item: dict) -> dict:
         "timezone": item.get("timezone"), "duration": duration, "all_day": bool(item.get("all_day")),
         "featured": bool(item.get("featured")), "sticky": bool(item.get("sticky")),
         "cost": item.get("cost", ""), "website": item.get("website", ""),
-        "venues": _ids(item.get("venue")), "organizers": _ids(item.get("organizer")),
+        "multiday": (item.get("start_date") or "")[:10] != (item.get("end_date") or "")[:10],
+        "is_past": bool(end) and end < now, "is_now": bool(start and end) and start <= now <= end,
+        "ticketed": False,
+        "organizer_names": [o["title"]["rendered"] for o in organizers],
+        "organizers": organizers, "venues": _embedded(VENUES, item.get("venue")),
         "tribe_events_cat": _ids(item.get("categories")), "tags": _ids(item.get("tags")),
     }
