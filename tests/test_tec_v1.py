@@ -101,10 +101,11 @@ def test_client_create_get_list_update_delete_of_each_type(compat, repo):
     # create: the client's create tool copies `title` into `venue` / `organizer`
     venue = compat.post(TEC + "/venues", headers=h, json={"title": "Town Hall", "venue": "Town Hall",
                                                           "address": "1 Main St", "city": "Springfield",
-                                                          "country": "US"})
+                                                          "country": "US", "state_province": "Ohio"})
     assert venue.status_code == 201, venue.get_json()
     v = venue.get_json()
     assert v["type"] == "tribe_venue" and v["title"] == {"rendered": "Town Hall"} and v["city"] == "Springfield"
+    assert v["state_province"] == "Ohio" and v["content"] == {"rendered": "", "protected": False}
     organizer = compat.post(TEC + "/organizers", headers=h, json={"title": "Ann", "organizer": "Ann",
                                                                   "email": "ann@example.org"})
     assert organizer.status_code == 201, organizer.get_json()
@@ -263,3 +264,30 @@ def test_event_list_dates_are_the_originals(compat, factory):
     assert [e["id"] for e in asked] == [draft["id"]]
     bad = compat.get(TEC + "/events?start_date=not-a-date", headers=h)
     assert bad.status_code == 400 and bad.get_json()["code"] == "rest_invalid_param"
+
+
+def test_the_read_tools_query_strings(compat, factory, admin):
+    """``listPosts``: URLSearchParams of page, per_page, order, orderby, status, include, exclude,
+    search, then the type's filters; arrays joined by commas, booleans as true/false."""
+    venue = factory.venue(city="Springfield")
+    organizer = factory.organizer(email="o@example.org")
+    cat = admin.post("/categories", json={"name": "Jazz"}).get_json()
+    event = factory.event(title="Filtered", start_date="2031-09-09 20:00:00", end_date="2031-09-09 22:00:00",
+                          venue=venue["id"], organizer=[organizer["id"]], categories=[cat["id"]], featured=True)
+    factory.event(title="Other", start_date="2031-09-10 20:00:00", end_date="2031-09-10 22:00:00")
+    followed(compat.application)
+    h = mcp()
+    query = (f"page=1&per_page=5&order=asc&orderby=event_date&status=publish&include={event['id']}%2C999"
+             f"&exclude=998&search=Filtered&start_date=2031-09-01&end_date=2031-09-30&venue={venue['id']}"
+             f"&organizer={organizer['id']}&featured=true&categories={cat['id']}")
+    r = compat.get(f"{TEC}/events?{query}", headers=h)
+    assert r.status_code == 200, r.get_json()
+    assert [e["id"] for e in r.get_json()] == [event["id"]]
+    assert r.get_json()[0]["tribe_events_cat"] == [cat["id"]]
+    # the venue and organizer tools' own filters are not parameters of the original's lists either:
+    # they are ignored there as here
+    venues = compat.get(f"{TEC}/venues?per_page=100&city=Springfield&country=US&zip=1&geo_lat=1.5&geo_lng=2&radius=5",
+                        headers=h)
+    assert venues.status_code == 200 and [v["id"] for v in venues.get_json()] == [venue["id"]]
+    organizers = compat.get(f"{TEC}/organizers?email=o%40example.org&phone=1&website=x", headers=h)
+    assert organizers.status_code == 200 and [o["id"] for o in organizers.get_json()] == [organizer["id"]]

@@ -36,7 +36,7 @@ POST_TYPES = {"events": "tribe_events", "venues": "tribe_venue", "organizers": "
 FIELDS = {
     "events": {"content": "description", "venues": "venue", "organizers": "organizer",
                "tribe_events_cat": "categories", "featured_media": "image"},
-    "venues": {"title": "venue", "content": "description"},
+    "venues": {"title": "venue", "content": "description", "state_province": "stateprovince"},
     "organizers": {"title": "organizer", "content": "description"},
 }
 # list filters: the newer API's names for v1's
@@ -225,12 +225,16 @@ def post(resource, item: dict) -> dict:
         "excerpt": {"rendered": item.get("excerpt") or "", "protected": False},
         "author": int(item.get("author") or 0),
         "featured_media": image.get("id") or 0 if isinstance(image, dict) else 0,
+        "guid": {"rendered": item.get("url", "")},
+        "comment_status": "closed", "ping_status": "closed", "format": "standard", "template": "",
+        "sticky": bool(item.get("sticky")),
     }
     if resource is EVENTS:
         out.update(_event_fields(item))
     elif resource is VENUES:
-        out.update({k: item.get(k, "") for k in ("address", "city", "country", "province", "state", "stateprovince",
-                                                  "zip", "phone", "website")})
+        out.update({k: item.get(k, "") for k in ("address", "city", "country", "province", "state", "zip", "phone",
+                                                  "website")})
+        out["state_province"] = item.get("stateprovince", "")
         out["lat"] = item.get("geo_lat")
         out["lng"] = item.get("geo_lng")
     elif resource is ORGANIZERS:
@@ -251,7 +255,7 @@ def _event_fields(item: dict) -> dict:
         "start_date": item.get("start_date"), "start_date_utc": start,
         "end_date": item.get("end_date"), "end_date_utc": end,
         "timezone": item.get("timezone"), "duration": duration, "all_day": bool(item.get("all_day")),
-        "featured": bool(item.get("featured")), "sticky": bool(item.get("sticky")),
+        "featured": bool(item.get("featured")),
         "cost": item.get("cost", ""), "website": item.get("website", ""),
         "multiday": (item.get("start_date") or "")[:10] != (item.get("end_date") or "")[:10],
         "is_past": bool(end) and end < now, "is_now": bool(start and end) and start <= now <= end,
