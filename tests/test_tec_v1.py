@@ -17,6 +17,7 @@ import base64
 
 import pytest
 
+from calendar_service.http import docs, i18n
 from conftest import API, PASSWORDS, followed
 
 TEC = "/wp-json/tec/v1"
@@ -291,3 +292,13 @@ def test_the_read_tools_query_strings(compat, factory, admin):
     assert venues.status_code == 200 and [v["id"] for v in venues.get_json()] == [venue["id"]]
     organizers = compat.get(f"{TEC}/organizers?email=o%40example.org&phone=1&website=x", headers=h)
     assert organizers.status_code == 200 and [o["id"] for o in organizers.get_json()] == [organizer["id"]]
+
+
+@pytest.mark.parametrize("language", sorted(i18n.LANGUAGES))
+def test_doc_describes_tec_v1_in_every_language(compat, language):
+    doc = compat.get(f"{API}/doc?i18n_language={language}").get_json()
+    (tag,) = [t for t in doc["tags"] if t["name"] == "tec/v1"]
+    assert tag["description"] == i18n.gettext(docs.TEC_DESCRIPTION, language)
+    assert "/calendar/tec/v1" in tag["description"] and "force=true" in tag["description"]
+    if language != "en":
+        assert tag["description"] != docs.TEC_DESCRIPTION

@@ -24,6 +24,13 @@ from calendar_service.http.routing import Endpoint, Route
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")
+TEC_DESCRIPTION = N_("The same events, venues and organizers are also served by the original's newer API, tec/v1, at "
+                     "/calendar/tec/v1 (and at /wp-json/tec/v1 with CALENDAR_WP_COMPAT), with the same permissions, "
+                     "ETags and commits: records are WordPress posts (title.rendered, content.rendered, an integer "
+                     "author, venues and organizers embedded, term ids in tribe_events_cat and tags), lists are bare "
+                     "arrays with the X-WP-Total, X-WP-TotalPages and Link headers, and writes take title, content, "
+                     "venues, organizers, tribe_events_cat, featured_media, start_date_utc, end_date_utc and duration. "
+                     "DELETE moves a record to the trash; with force=true it is deleted for good.")
 
 
 def endpoint_args(endpoint: Endpoint) -> tuple[Arg, ...]:
@@ -483,4 +490,6 @@ def _openapi(table: tuple[Route, ...], rest_base: str, language: str, others: tu
         "components": {"schemas": {**_translated(SCHEMAS, language), **bodies}},
         "servers": _servers(rest_base, others, language),
         "paths": paths,
+        # the newer API over the same records (see ``tec``), described where every /doc reader finds it
+        "tags": [{"name": "tec/v1", "description": gettext(TEC_DESCRIPTION, language)}],
     }
