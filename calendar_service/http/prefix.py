@@ -3,7 +3,8 @@
 The API lives under ``/calendar/events/v1`` (optionally after a language segment, see
 ``i18n``). With ``CALENDAR_WP_COMPAT`` on it is also served under the original plugin's URL
 space, ``/wp-json/tribe/events/v1``, so existing clients of The Events Calendar connect
-unchanged, and WordPress' discovery route ``/wp-json/`` lists that namespace.
+unchanged; the newer API ``tec/v1`` (always at ``/calendar/tec/v1``) is then also served at
+``/wp-json/tec/v1``, and WordPress' discovery route ``/wp-json/`` lists every namespace.
 
 ``WpCompat`` (WSGI) serves a compat path as the native one and records the prefix it came
 with in the environ; ``request_urls`` builds every emitted URL (``rest_url``, paging links,
@@ -114,14 +115,10 @@ def wp_tec_urls(settings) -> Urls:
 def other_bases(settings) -> tuple[str, ...]:
     """The REST bases of the same API under the other prefix (``/doc`` lists them as further
     servers): none unless ``CALENDAR_WP_COMPAT`` is on."""
-    base = host_base()
-    current = request.environ.get(ENVIRON_KEY)
-    if current in (TEC_PREFIX, WP_TEC):
-        other = WP_TEC if current == TEC_PREFIX else TEC_PREFIX
-        return (base + other,) if settings.wp_compat else ()
     if not settings.wp_compat:
         return ()
-    return (base + PREFIX,) if current else (base + WP,)
+    base = host_base()
+    return (base + PREFIX,) if request.environ.get(ENVIRON_KEY) else (base + WP,)
 
 
 def init_app(app, service) -> None:
