@@ -302,3 +302,15 @@ def test_doc_describes_tec_v1_in_every_language(compat, language):
     assert "/calendar/tec/v1" in tag["description"] and "force=true" in tag["description"]
     if language != "en":
         assert tag["description"] != docs.TEC_DESCRIPTION
+
+
+def test_namespace_index_names_the_prefix_it_was_asked_under(compat):
+    native = compat.get(NATIVE).get_json()
+    assert native["namespace"] == "calendar/tec/v1"
+    assert list(native["routes"]) == ["/calendar/tec/v1", "/calendar/tec/v1/events", "/calendar/tec/v1/events/(?P<id>\\d+)",
+                                      "/calendar/tec/v1/venues", "/calendar/tec/v1/venues/(?P<id>\\d+)",
+                                      "/calendar/tec/v1/organizers", "/calendar/tec/v1/organizers/(?P<id>\\d+)"]
+    wp = compat.get(TEC + "/").get_json()
+    assert wp["namespace"] == "tec/v1" and "/tec/v1/events" in wp["routes"]
+    delete = [e for e in wp["routes"]["/tec/v1/events/(?P<id>\\d+)"]["endpoints"] if "DELETE" in e["methods"]][0]
+    assert delete["args"]["force"]["default"] is False

@@ -11,7 +11,7 @@ WordPress' paging headers, ``title.rendered``, id arrays). ``DELETE`` trashes, a
 from __future__ import annotations
 
 import json
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 from flask import Response
 
@@ -242,15 +242,20 @@ def post(resource, item: dict) -> dict:
     return out
 
 
+def _moment(text):
+    """A stored ``YYYY-MM-DD HH:MM:SS`` time (what v1 answers), else None."""
+    try:
+        return datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _event_fields(item: dict) -> dict:
     start, end = item.get("utc_start_date"), item.get("utc_end_date")
     now = dates.fmt(dates.utc_now())
     organizers = _embedded(ORGANIZERS, item.get("organizer"))
-    duration = 0
-    try:
-        duration = int((dates.parse(end, timezone.utc) - dates.parse(start, timezone.utc)).total_seconds())
-    except (dates.DateParseError, TypeError):
-        pass
+    first, last = _moment(start), _moment(end)
+    duration = int((last - first).total_seconds()) if first and last else 0
     return {
         "start_date": item.get("start_date"), "start_date_utc": start,
         "end_date": item.get("end_date"), "end_date_utc": end,
