@@ -605,7 +605,7 @@ def test_doc_document(anon):
     r = anon.get("/doc", base_url=SAMPLE_HOST)
     assert r.status_code == 200 and r.mimetype == "application/json"
     doc = r.get_json()
-    assert list(doc) == ["openapi", "info", "components", "servers", "paths"]
+    assert list(doc) == ["openapi", "info", "components", "servers", "paths", "tags"]
     assert doc["openapi"] == "3.0.0"
     for key in ("version", "title", "description"):
         assert isinstance(doc["info"].get(key), str) and doc["info"][key], key

@@ -12,7 +12,8 @@ from calendar_service.http import dispatch as pipeline
 from calendar_service.http import ical_fold
 from calendar_service.http.call import json_response
 from calendar_service.http.dispatch import ALL_METHODS
-from calendar_service.http.namespace import PREFIX
+from calendar_service.http.namespace import PREFIX, TEC_PREFIX
+from calendar_service.http import prefix
 
 __all__ = ["bp", "json_response"]
 
@@ -44,6 +45,15 @@ def _install_library_changes(state):
 @bp.route(PREFIX + "/<anypath:rest>", methods=ALL_METHODS)
 def dispatch(rest: str):
     return pipeline.dispatch(rest)
+
+
+@bp.route(TEC_PREFIX, defaults={"rest": ""}, methods=ALL_METHODS, strict_slashes=False)
+@bp.route(TEC_PREFIX + "/<anypath:rest>", methods=ALL_METHODS)
+def dispatch_tec(rest: str):
+    """The original's newer API, ``tec/v1`` (see ``tec``), over the same pipeline."""
+    from calendar_service.http.tec import TEC  # it builds on the v1 route table
+    prefix.mark_native_tec()
+    return pipeline.dispatch(rest, TEC)
 
 
 @bp.after_app_request

@@ -18,7 +18,7 @@ from flask import request
 
 ALLOW_HEADERS = "Authorization, Content-Type, If-Match, If-None-Match"
 ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-EXPOSE_HEADERS = "X-TEC-Total, X-TEC-TotalPages, Link, ETag, X-Calendar-Stale"
+EXPOSE_HEADERS = "X-TEC-Total, X-TEC-TotalPages, X-WP-Total, X-WP-TotalPages, Link, ETag, X-Calendar-Stale"
 
 
 def init_app(app, settings) -> None:

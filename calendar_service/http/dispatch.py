@@ -32,12 +32,31 @@ ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_JSON_DEPTH = 32
 
 
-def dispatch(rest: str) -> Response:
-    """Answer one request under the namespace (``rest``: the path after it)."""
+class Api:
+    """One API served by the pipeline: its route table and how its requests and answers are
+    put into and out of the v1 forms the handlers take and give (nothing to do for v1 itself;
+    ``tec.TecApi`` renames the newer API's fields)."""
+
+    def __init__(self, routes: tuple = ROUTES, matcher=match):
+        self.routes = routes
+        self.match = matcher
+
+    def adapt_request(self, route, method: str, raw: dict, svc: CalendarService) -> dict:
+        return raw
+
+    def adapt_response(self, call: Call, response: Response) -> Response:
+        return response
+
+
+V1 = Api()
+
+
+def dispatch(rest: str, api: Api = V1) -> Response:
+    """Answer one request under the namespace of ``api`` (``rest``: the path after it)."""
     svc = service()
     path = "/" + rest.strip("/") if rest.strip("/") else ""
     method = "GET" if request.method == "HEAD" else request.method
-    found = match(path)
+    found = api.match(path)
     if found is None:
         raise errors.no_route()
     route, path_values = found
@@ -49,12 +68,12 @@ def dispatch(rest: str) -> Response:
         raise errors.no_route()
     user = authenticate(svc)
     snapshot = svc.snapshot()
-    raw = gather(path_values)
+    raw = api.adapt_request(route, method, gather(path_values), svc)
     args, present = validate(endpoint, raw, CheckContext(snapshot, user, svc.accounts, svc.site_tz), svc)
     urls = prefix.request_urls(svc.settings)  # every emitted URL keeps the request's prefix
     segment = request.environ.get(i18n.ENVIRON_KEY)
     call = Call(route, endpoint, svc, user, args, present, urls, snapshot, raw,
-                language=i18n.choose(raw.get("i18n_language"), segment), routes=ROUTES)
+                language=i18n.choose(raw.get("i18n_language"), segment), routes=api.routes)
     call.record = resolve_record(call)
     g.calendar_allow = ", ".join(allowed_methods(call))
     authorize(call)
@@ -63,7 +82,7 @@ def dispatch(rest: str) -> Response:
     response = result if isinstance(result, Response) else json_response(*result)
     for key, value in call.headers.items():
         response.headers[key] = value
-    return response
+    return api.adapt_response(call, response)
 
 
 def authenticate(svc: CalendarService) -> User | None:

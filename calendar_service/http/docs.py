@@ -24,6 +24,13 @@ from calendar_service.http.routing import Endpoint, Route
 
 INFO_DESCRIPTION = N_("The Events Calendar REST API allows accessing upcoming events information easily and "
                       "conveniently. This implementation stores its data in a git repository.")
+TEC_DESCRIPTION = N_("The same events, venues and organizers are also served by the original's newer API, tec/v1, at "
+                     "/calendar/tec/v1 (and at /wp-json/tec/v1 with CALENDAR_WP_COMPAT), with the same permissions, "
+                     "ETags and commits: records are WordPress posts (title.rendered, content.rendered, an integer "
+                     "author, venues and organizers embedded, term ids in tribe_events_cat and tags), lists are bare "
+                     "arrays with the X-WP-Total, X-WP-TotalPages and Link headers, and writes take title, content, "
+                     "venues, organizers, tribe_events_cat, featured_media, start_date_utc, end_date_utc and duration. "
+                     "DELETE moves a record to the trash; with force=true it is deleted for good.")
 
 
 def endpoint_args(endpoint: Endpoint) -> tuple[Arg, ...]:
@@ -84,21 +91,34 @@ def _namespace_index(table: tuple[Route, ...], rest_base: str, namespace: str, l
     return {"namespace": namespace, "routes": routes, "_links": {"up": [{"href": site_root}]}}
 
 
-def wp_index(table: tuple[Route, ...], urls: Urls, language: str, site: dict) -> dict:
-    """``GET /wp-json/`` (with ``CALENDAR_WP_COMPAT``): WordPress' discovery index, listing the
-    ``tribe/events/v1`` namespace and its routes (``table``) as WordPress does (``site``: name,
-    description, url, home, gmt_offset, timezone_string). Shared like ``namespace_index``'s answer."""
-    return _wp_index(table, urls.rest_base, urls.namespace, language, tuple(site.items()))
+def wp_index(tables: tuple, wp_routes: dict, language: str, site: dict) -> dict:
+    """``GET /wp-json/`` (with ``CALENDAR_WP_COMPAT``): WordPress' discovery index, listing every
+    namespace served under it and their routes as WordPress does: ``tables`` holds (route
+    table, ``Urls``) pairs, ``wp_routes`` WordPress' own routes we answer (path: methods);
+    ``site``: name, description, url, home, gmt_offset, timezone_string. Shared like
+    ``namespace_index``'s answer."""
+    return _wp_index(tuple((table, urls.rest_base, urls.namespace) for table, urls in tables),
+                     tuple((path, tuple(methods)) for path, methods in wp_routes.items()), language,
+                     tuple(site.items()))
 
 
 @functools.lru_cache(maxsize=8)
-def _wp_index(table: tuple[Route, ...], rest_base: str, namespace: str, language: str, site: tuple) -> dict:
+def _wp_index(tables: tuple, wp_routes: tuple, language: str, site: tuple) -> dict:
+    _table, rest_base, namespace = tables[0]
     root = rest_base[: -len(namespace)] if rest_base.endswith(namespace) else rest_base + "/"
     routes = {"/": {"namespace": "", "methods": ["GET"],
                     "endpoints": [{"methods": ["GET"], "args": {"context": {"default": "view", "required": False}}}],
                     "_links": {"self": [{"href": root}]}}}
-    routes.update(_namespace_index(table, rest_base, namespace, language)["routes"])
-    return {**dict(site), "namespaces": [namespace], "authentication": [], "routes": routes,
+    namespaces = []
+    for table, base, name in tables:
+        namespaces.append(name)
+        routes.update(_namespace_index(table, base, name, language)["routes"])
+    for path, methods in wp_routes:
+        routes[path] = {"namespace": "wp/v2", "methods": list(methods),
+                        "endpoints": [{"methods": list(methods), "args": {}}],
+                        "_links": {"self": [{"href": root.rstrip("/") + path}]}}
+    namespaces.append("wp/v2")
+    return {**dict(site), "namespaces": namespaces, "authentication": [], "routes": routes,
             "_links": {"help": [{"href": "https://developer.wordpress.org/rest-api/"}]}}
 
 
@@ -470,4 +490,6 @@ def _openapi(table: tuple[Route, ...], rest_base: str, language: str, others: tu
         "components": {"schemas": {**_translated(SCHEMAS, language), **bodies}},
         "servers": _servers(rest_base, others, language),
         "paths": paths,
+        # the newer API over the same records (see ``tec``), described where every /doc reader finds it
+        "tags": [{"name": "tec/v1", "description": gettext(TEC_DESCRIPTION, language)}],
     }

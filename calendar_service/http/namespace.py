@@ -10,3 +10,8 @@ from __future__ import annotations
 NAMESPACE = "calendar/events/v1"
 PREFIX = "/" + NAMESPACE
 WP_NAMESPACE = "tribe/events/v1"
+# the original's newer API (see ``tec.py``): always at TEC_PREFIX, and below WordPress' REST root
+# as TEC_WP_NAMESPACE with CALENDAR_WP_COMPAT
+TEC_NAMESPACE = "calendar/tec/v1"
+TEC_PREFIX = "/" + TEC_NAMESPACE
+TEC_WP_NAMESPACE = "tec/v1"

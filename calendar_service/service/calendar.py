@@ -249,6 +249,11 @@ class CalendarService:
         result = self._write(self.planner.delete(record, user), user, precondition)
         return record if result is None else result
 
+    def delete_for_good(self, record: Record, user: User, precondition=None) -> None:
+        """Delete a post's file for good in one commit by ``user``, whether it is in the trash or not
+        (what emptying the trash does to it; see ``trash.removing``)."""
+        self._write(trash.removing(record), user, precondition)
+
     def write_occurrences(self, record: Record, original, scope: str, args: dict | None, user: User,
                           precondition=None) -> Record:
         """Update (``args``) or delete (None) the occurrence of ``record``'s series at ``original`` with

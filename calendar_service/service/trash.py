@@ -33,7 +33,13 @@ def trashed(snapshot: Snapshot, resources=None, older_than_days: float | None = 
     return sorted(found, key=lambda r: (r.resource.name, r.id))
 
 
-def emptying(records: list[Record], removed: list[Record]):
+def removing(record: Record):
+    """The build that deletes ``record``'s file for good, in the trash or not, unlinking it from
+    the events that name it as ``emptying`` does."""
+    return emptying([record], [], trashed_only=False)
+
+
+def emptying(records: list[Record], removed: list[Record], trashed_only: bool = True):
     """The build (see ``writes.WritePlanner``) that deletes the files of trashed ``records`` for good.
 
     Only records still in the trash at the branch head are removed (one restored meanwhile
@@ -47,7 +53,7 @@ def emptying(records: list[Record], removed: list[Record]):
         removed.clear()
         for resource_name, record_id in sorted(wanted):
             current = plan.snapshot.by_id[resource_name].get(record_id)
-            if current is None or current.status != "trash":
+            if current is None or (trashed_only and current.status != "trash"):
                 continue
             plan.remove(current)
             removed.append(current)
@@ -64,6 +70,8 @@ def emptying(records: list[Record], removed: list[Record]):
                 data["post_parent"] = None
                 plan.put(EVENTS, data, old_path=event.path)
                 plan.notes.append(f"Unlink event {event.id} from its removed parent")
+        if not trashed_only:
+            return plan.notes[0], None
         return f"Empty the trash: {len(removed)} record(s)", None
 
     return build
