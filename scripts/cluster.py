@@ -701,6 +701,8 @@ def main() -> None:
         sys.exit(1 if missing else 0)
     if missing:
         sys.exit(f"missing: {', '.join(missing)} (run with --install, or apt-get install {' '.join(PACKAGES)})")
+    # stopped by a signal (Ctrl-C, kill, a CI timeout): unwind, so that every part started is stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     figures = measure(options.quick, options.keep)
     print(table(figures))
     print(f"\n{figures['seconds']:.0f} s of measures; `python3 scripts/cluster.py{' --quick' if options.quick else ''}`")
