@@ -30,8 +30,10 @@ def free_port() -> int:
 class Server:
     """One server process group on a temporary content repository."""
 
-    def __init__(self, paths: dict, kind: str = "gunicorn", workers: int = 3, extra_env: dict | None = None):
+    def __init__(self, paths: dict, kind: str = "gunicorn", workers: int = 3, extra_env: dict | None = None,
+                 log_level: str = "warning"):
         self.paths = paths
+        self.log_level = log_level
         self.kind = kind
         self.workers = workers
         self.extra_env = extra_env or {}
@@ -55,7 +57,7 @@ class Server:
         self.port = free_port()
         if self.kind == "gunicorn":
             cmd = [sys.executable, "-m", "gunicorn", "-w", str(self.workers), "-b", f"127.0.0.1:{self.port}",
-                   "--graceful-timeout", "1", "--log-level", "warning", "calendar_service:create_app()"]
+                   "--graceful-timeout", "1", "--log-level", self.log_level, "calendar_service:create_app()"]
         else:
             cmd = [sys.executable, str(ROOT / "app.py"), "--port", str(self.port)]
         stderr = open(self.stderr_path, "ab")

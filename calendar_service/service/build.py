@@ -54,8 +54,10 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
         open_repository(store, settings)
         state = StateDB.of(settings)  # webhooks and the limits on guessing share it
         accounts = Accounts(settings.users_file, Limits.from_settings(settings, state))
-        catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
-                          last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
+        catalog = _catalog(store, settings, accounts)
+        loaded = _preloaded.get(settings.content_dir.resolve())
+        if loaded is not None and catalog.adopt(loaded):
+            log.info("starting from the records the serving master loaded (commit %s)", loaded.current_commit)
         index = SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
     except BaseException:
         store.close()
@@ -63,6 +65,42 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     service = CalendarService(settings, store, catalog, accounts, index)
     service.webhooks = Webhooks(settings, store, catalog, service.history, accounts, state)
     return service
+
+
+def _catalog(store: GitStore, settings: Settings, accounts: Accounts) -> Catalog:
+    return Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
+                   last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
+
+
+# content folder -> the catalog ``preload`` filled in this process (the serving master), which the
+# services built in the workers it forks adopt (``Catalog.adopt``)
+_preloaded: dict = {}
+
+
+def preload(settings: Settings) -> int:
+    """Load the records of the content repository of ``settings`` in a process that forks the
+    workers serving it (the gunicorn master, ``http.serving``), so the workers start from them
+    and share their memory pages, copy-on-write, instead of each loading its own copy.
+
+    Only data stays behind: the git processes this load started are closed and no thread runs
+    when this returns (a fork takes neither along). Without a repository, or when it cannot be
+    read, nothing is kept and the workers load as usual. Returns the number of files loaded."""
+    configure_limits(settings)
+    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
+    try:
+        if not store.exists() or store.head() is None:
+            return 0
+        accounts = Accounts(settings.users_file)   # authors of files written without an account id
+        catalog = _catalog(store, settings, accounts)
+        files = len(catalog.current().files)
+        catalog.wait_for_cache()
+    except (StoreError, OSError) as exc:
+        log.warning("could not load the records before starting the workers (each loads its own): %s", exc)
+        return 0
+    finally:
+        store.close()
+    _preloaded[settings.content_dir.resolve()] = catalog
+    return files
 
 
 def configure_limits(settings: Settings) -> None:

@@ -190,6 +190,36 @@ class Catalog:
         self._source = CachedRecords(store, author_of)   # makes the data of records restored from the cache
         self._cache = RecordsCacheFile(self.cache_file, self._source)
 
+    def adopt(self, loaded: "Catalog") -> bool:
+        """Start from the snapshot ``loaded`` holds (the same repository, loaded by the serving
+        master before it forked this worker: ``service.build.preload``) rather than from the
+        records cache: the worker shares those pages with its siblings until it changes them,
+        and advances from that commit as from any other. ``loaded``'s objects (the source its
+        restored records make their data with, the store its snapshot asks for seniority) are
+        pointed at this catalog's store, so the worker never uses the master's. False when there
+        is nothing to adopt (this catalog loaded already, or ``loaded`` holds no commit)."""
+        snapshot = loaded._snapshot
+        with self._lock:
+            if self._snapshot.commit is not None or snapshot.commit is None:
+                return False
+            loaded.store = loaded._source.store = self.store
+            loaded.author_of = loaded._source.author_of = self.author_of
+            self._source = loaded._source
+            self._cache = RecordsCacheFile(self.cache_file, self._source)
+            self._snapshot = snapshot
+        return True
+
+    @property
+    def current_commit(self) -> str | None:
+        """The commit of the snapshot held now (no look at the branch)."""
+        return self._snapshot.commit
+
+    def wait_for_cache(self) -> None:
+        """Return once no background write of the records cache runs (before a fork: a thread
+        does not go with it, and its lock would stay taken in the child)."""
+        with self._cache_writing:
+            pass
+
     def current(self) -> Snapshot:
         """The snapshot of the branch head as it is now."""
         head = self.store.head()

@@ -1,0 +1,109 @@
+"""The serving master loads the records once and its workers start from them
+(``http.serving.on_starting``, ``service.build.preload``, ``Catalog.adopt``)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from calendar_service.config import Settings
+from calendar_service.http import serving
+from calendar_service.service import build
+from conftest import PASSWORDS, followed
+from servers import Server
+
+ADMIN = ("administrator", PASSWORDS["administrator"])
+EDITOR_EVENT = """---
+title: Added by an editor
+start_date: '2030-03-04 10:00:00'
+end_date: '2030-03-04 11:00:00'
+status: publish
+---
+Written in git before the workers started.
+"""
+
+
+@pytest.fixture
+def preloaded(monkeypatch):
+    """This process's preloaded catalogs, emptied for the test."""
+    monkeypatch.setattr(build, "_preloaded", {})
+    return build._preloaded
+
+
+def settings_of(paths) -> Settings:
+    return Settings.from_env(**paths, seed_sample=False, site_timezone="UTC")
+
+
+def test_a_worker_starts_from_the_masters_records_and_follows_the_branch(make_app, factory, repo, paths, preloaded):
+    made = [factory.event(title=f"Loaded {n}") for n in range(3)]
+    files = build.preload(settings_of(paths))
+    assert files == len(repo.files())
+    loaded = preloaded[paths["content_dir"].resolve()]
+    at_preload = loaded.current_commit
+    assert at_preload == repo.head()
+    # an editor's commit lands between the master's load and the worker's start
+    (paths["content_dir"] / "events" / "added-by-an-editor.md").write_text(EDITOR_EVENT, encoding="utf-8")
+    repo("add", "-A")
+    repo("commit", "-q", "-m", "An editor's event")
+
+    app = make_app()
+    service = app.extensions["calendar"]
+    # the worker's catalog took the master's snapshot and points its objects at its own store
+    assert loaded.store is service.store
+    snapshot = service.catalog.current()
+    assert snapshot.commit == repo.head() != at_preload
+    followed(app)
+    client = app.test_client()
+    titles = {e["title"] for e in client.get("/calendar/events/v1/events?start_date=2000-01-01&end_date=2031-01-01&per_page=50").get_json()["events"]}
+    assert titles >= {e["title"] for e in made} | {"Added by an editor"}
+    # a write from the worker is one commit on the branch, as always
+    before = repo.count()
+    created = factory.event(title="After the start")
+    assert repo.count() == before + 1
+    assert client.get(f"/calendar/events/v1/events/{created['id']}").get_json()["title"] == "After the start"
+
+
+def test_a_catalog_that_loaded_already_does_not_adopt(make_app, factory, paths, preloaded):
+    factory.event(title="One")
+    build.preload(settings_of(paths))
+    loaded = preloaded[paths["content_dir"].resolve()]
+    app = make_app()
+    service = app.extensions["calendar"]
+    assert service.catalog.adopt(loaded) is False   # it adopted at its start; never twice
+
+
+def test_without_a_repository_nothing_is_preloaded(tmp_path, paths, preloaded):
+    assert build.preload(settings_of({**paths, "content_dir": tmp_path / "nowhere"})) == 0
+    assert preloaded == {}
+    assert not (tmp_path / "nowhere").exists()   # the first worker creates it, never the master
+
+
+def test_on_starting_loads_and_freezes(make_app, factory, paths, preloaded, monkeypatch):
+    factory.event(title="Frozen")
+    for name, value in {"content_dir": paths["content_dir"], "index_dir": paths["index_dir"],
+                        "users_file": paths["users_file"], "seed_sample": "false"}.items():
+        monkeypatch.setenv(f"CALENDAR_{name.upper()}", str(value))
+    import gc
+    try:
+        assert serving.on_starting() >= 1
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_gunicorn_workers_serve_what_the_master_loaded(make_app, factory, paths):
+    made = {factory.event(title=f"Served {n}")["id"] for n in range(4)}
+    server = Server(paths, "gunicorn", workers=2, log_level="info")
+    try:
+        server.start()
+        assert re.search(r"loaded \d+ files for the workers", server.stderr())
+        status, created, _ = server.request("POST", "/events", {"title": "Through a worker", "start_date": "2030-05-01 10:00",
+                                                                "end_date": "2030-05-01 11:00"}, ADMIN)
+        assert status == 201
+        # every connection (spread over both workers) lists the loaded events and the new one
+        for _ in range(8):
+            status, listed, _ = server.request("GET", "/events?start_date=2000-01-01&end_date=2031-01-01&per_page=50")
+            assert status == 200
+            assert {e["id"] for e in listed["events"]} >= made | {created["id"]}
+    finally:
+        server.kill()
