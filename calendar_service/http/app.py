@@ -17,7 +17,7 @@ import weakref
 from flask import Flask
 
 from calendar_service.config import Settings
-from calendar_service.http import cors, error_handlers, guards, health, logs, prefix, wsgi
+from calendar_service.http import cors, error_handlers, guards, health, logs, memory, prefix, wsgi
 from calendar_service.service.build import build_service
 from calendar_service.service.calendar import CalendarService, starting
 
@@ -52,6 +52,7 @@ def open_service(app: Flask, settings: Settings) -> CalendarService:
         app.extensions["calendar_close"] = weakref.finalize(app, service.close)
         service.warm_up()
         loaded(len(service.catalog.current().files))
+    memory.give_back()   # what loading the records and reading the index built and dropped
     app.extensions["calendar"] = service
     service.start_following()
     service.start_pulling()

@@ -1,4 +1,6 @@
-"""Freed heap memory given back to the system after a large feed.
+"""Freed heap memory given back to the system: after a large feed, after a worker's start (the
+records loaded and the index read build and drop large temporary lists) and after the serving
+master's load of the records (``serving``), which its workers would otherwise inherit.
 
 Writing and sending an unpaged iCalendar feed builds and drops thousands of VEVENT texts and
 icalendar objects and the body's chunks; glibc keeps the freed space inside its heap, between

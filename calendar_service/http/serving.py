@@ -19,6 +19,7 @@ import logging
 import time
 
 from calendar_service.config import Settings
+from calendar_service.http import memory
 from calendar_service.service import build
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ def on_starting(server=None) -> int:
     files = build.preload(Settings.from_env())
     gc.collect()
     gc.freeze()
+    memory.give_back()   # the load's freed heap space, which the workers would otherwise inherit
     _release_free_memory()
     message = "loaded %d files for the workers in %.2f s"
     (server.log.info if server is not None else log.info)(message, files, time.monotonic() - started)
