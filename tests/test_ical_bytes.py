@@ -190,3 +190,40 @@ def test_feeds_keep_their_bytes(calendar, request, name):
         parsed = icalendar.Calendar.from_ical(r.data)
         assert lines(parsed.to_ical()) == lines(r.data)   # parsed back to the same components
     assert parsed.walk("VEVENT")
+
+
+def test_feeds_spooled_to_a_temporary_file_keep_their_bytes(calendar, anon, monkeypatch, caplog):
+    """A feed's VEVENTs wait in a spool while its VTIMEZONEs are found: past its memory, in a
+    temporary file; when that cannot be made, in memory. The bytes are the same either way."""
+    from calendar_service.http import ical_cache
+    who, path, params = FEEDS["anon-window"]
+    expected = (SAMPLES / "anon-window.ics").read_bytes()
+    made = []
+    real = ical_cache.tempfile.TemporaryFile
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ical_cache, "SPOOL_MEMORY", 1000)
+    monkeypatch.setattr(ical_cache.tempfile, "TemporaryFile", counted)
+    assert anon.get(path, query_string=params).data == expected and made
+
+    def failing(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ical_cache.tempfile, "TemporaryFile", failing)
+    assert anon.get(path, query_string=params).data == expected
+    assert "the rest of the feed is held in memory" in caplog.text
+
+
+def test_a_spool_gives_back_what_was_written_in_order_and_in_pieces(tmp_path):
+    from calendar_service.http.ical_cache import Spool
+    parts = [bytes([65 + n % 26]) * (n * 7 % 500 + 1) for n in range(300)]
+    spool = Spool(memory=2_000)
+    for part in parts:
+        spool.write(part)
+    pieces = list(spool.pieces(4_096))
+    spool.close()
+    assert b"".join(pieces) == b"".join(parts)
+    assert len(pieces) > 1 and all(len(p) <= 4_096 + 500 for p in pieces)

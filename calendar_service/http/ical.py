@@ -44,7 +44,7 @@ from calendar_service.domain.faults import FAULTS
 from calendar_service.domain.recurrence.record import RecurrenceError, series_of
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.http import ical_text
-from calendar_service.http.ical_cache import VEVENTS
+from calendar_service.http.ical_cache import VEVENTS, Spool
 from calendar_service.http.urls import Urls
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import EVENTS, ORGANIZERS
@@ -134,10 +134,19 @@ class IcalPresenter:
         self.user = user
         self._host_path = urls.host_path
         self._written: dict[int, tuple[Record, object]] = {}   # id -> (a linked record, its lines)
+        self._usable: dict[int, tuple[Record, bool]] = {}      # id -> (a linked record, may it be embedded)
+        self._zone_of: dict[str | None, object] = {}           # an event's ``timezone`` -> its tzinfo
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
-        return [r for r in self.snapshot.refs(record, key) if permissions.can_use(self.user, r)]
+        out = []
+        for linked in self.snapshot.refs(record, key):
+            kept = self._usable.get(id(linked))
+            if kept is None or kept[0] is not linked:
+                kept = self._usable[id(linked)] = (linked, permissions.can_use(self.user, linked))
+            if kept[1]:
+                out.append(linked)
+        return out
 
     def links(self, record: Record) -> tuple[list[Record], list[Record], list[Record]]:
         """The categories, venues and organizers of an event the caller may see embedded."""
@@ -178,52 +187,58 @@ class IcalPresenter:
         VTIMEZONEs come first, one per zone used, covering the events' dates; then one
         VEVENT per event. An event that cannot be written is logged and left out, so the
         calendar stays well-formed once streaming has begun.
-        """
-        events = list(events)
-        head, tail = self._shell()
-        yield head + b"".join([_vtimezone(key, first, last) for key, (first, last) in sorted(self._zones(events).items())])
-        chunk, size = [], 0
-        for record in events:
-            try:
-                vevent = self.vevent(record)
-            except Exception as exc:   # logged once per version of the record, listed by /status
-                FAULTS.report(record, "its VEVENT", exc)
-                continue
-            chunk.append(vevent)
-            size += len(vevent)
-            if size >= CHUNK_BYTES:   # a few writes to the socket rather than one per event
-                yield b"".join(chunk)
-                chunk, size = [], 0
-        chunk.append(tail)
-        yield b"".join(chunk)
 
-    def _zones(self, events: list[Record]) -> dict[str, tuple[date, date]]:
-        """The zones the events use (IANA zones; for series also fixed offsets, which they name
-        with TZID), each with the first and last day it must cover. A series covers its first
-        occurrence to its last one or, when open-ended, the recurrence horizon."""
+        One pass over the events: each one's data is made once (a feed's events are more than
+        the records that hold their data at once, ``record.RECENT``), its zone noted and its
+        VEVENT written to a ``Spool`` (memory, then a temporary file) until every zone is known;
+        then the calendar's head and VTIMEZONEs, and the spooled VEVENTs in pieces.
+        """
+        head, tail = self._shell()
         spans: dict[str, tuple[date, date]] = {}
-        for record in events:
-            try:
-                series = self.series(record)
-                if series is not None:
-                    if series.all_day or recurrence.tzid(series.tz) is None:
-                        continue
-                    key = recurrence.tzid(series.tz)
-                    first, last = self._series_span(record, series)
-                else:
-                    zone = tzid_zone(self.event_zone(record))
-                    if zone is None or record.data.get("all_day"):
-                        continue
-                    key = zone.key
-                    first = date.fromisoformat(str(record.data["start_date"])[:10])
-                    last = date.fromisoformat(str(record.data["end_date"])[:10])
-            except Exception:
-                continue  # its VEVENT fails too, and is left out (see feed)
-            if key in spans:
-                first, last = min(first, spans[key][0]), max(last, spans[key][1])
-            spans[key] = (first, last)
-        # a little margin so the transitions around the events are described too
-        return {key: (a.replace(month=1, day=1), date(b.year + 1, 1, 1)) for key, (a, b) in spans.items()}
+        spool = Spool()
+        try:
+            for record in events:
+                span = self._zone_span(record)
+                if span is not None:
+                    key, first, last = span
+                    if key in spans:
+                        first, last = min(first, spans[key][0]), max(last, spans[key][1])
+                    spans[key] = (first, last)
+                try:
+                    vevent = self.vevent(record)
+                except Exception as exc:   # logged once per version of the record, listed by /status
+                    FAULTS.report(record, "its VEVENT", exc)
+                    continue
+                spool.write(vevent)
+            # a little margin so the transitions around the events are described too
+            yield head + b"".join([_vtimezone(key, a.replace(month=1, day=1), date(b.year + 1, 1, 1))
+                                   for key, (a, b) in sorted(spans.items())])
+            last = b""
+            for piece in spool.pieces(CHUNK_BYTES):
+                if last:
+                    yield last
+                last = piece
+            yield last + tail
+        finally:
+            spool.close()
+
+    def _zone_span(self, record: Record) -> tuple[str, date, date] | None:
+        """The zone an event uses (an IANA zone; for a series also a fixed offset, which it names
+        with TZID) with the first and last day it must cover, or None. A series covers its first
+        occurrence to its last one or, when open-ended, the recurrence horizon."""
+        try:
+            series = self.series(record)
+            if series is not None:
+                if series.all_day or recurrence.tzid(series.tz) is None:
+                    return None
+                return (recurrence.tzid(series.tz), *self._series_span(record, series))
+            zone = tzid_zone(self.event_zone(record))
+            data = record.data
+            if zone is None or data.get("all_day"):
+                return None
+            return zone.key, date.fromisoformat(str(data["start_date"])[:10]), date.fromisoformat(str(data["end_date"])[:10])
+        except Exception:
+            return None  # its VEVENT fails too, and is left out (see feed)
 
     def _series_span(self, record: Record, series) -> tuple[date, date]:
         """The first and last local day of a series' occurrences up to the default horizon (kept on
@@ -242,7 +257,13 @@ class IcalPresenter:
     # ------------------------------------------------------------------------- events
 
     def event_zone(self, record: Record):
-        return dates.zone(record.data.get("timezone"), self.site_tz)
+        name = record.data.get("timezone")
+        if not isinstance(name, str):
+            return dates.zone(name, self.site_tz)
+        zone = self._zone_of.get(name)
+        if zone is None:
+            zone = self._zone_of[name] = dates.zone(name, self.site_tz)   # (an unknown one raises each time)
+        return zone
 
     def series(self, record: Record):
         """The series of a recurring event record, or None (a single event). A file whose
@@ -373,7 +394,8 @@ class IcalPresenter:
             start, end = (moment.astimezone(tz) for moment in instants)
         # a local time a client would read as another instant (the second 01:30 of a night the
         # clocks go back) is written in UTC
-        if tzid_zone(tz) is None or any(m.replace(fold=0).astimezone(timezone.utc) != m.astimezone(timezone.utc)
+        # (only a time with fold=1 can be read otherwise)
+        if tzid_zone(tz) is None or any(m.fold and m.replace(fold=0).astimezone(timezone.utc) != m.astimezone(timezone.utc)
                                          for m in (start, end)):
             start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         lines.append(ical_text.moment("DTSTART", start))

@@ -46,6 +46,7 @@ SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
 CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used
 RETRY_SECONDS = 300          # after a failed file, VEVENTs are not kept for this long
+SPOOL_MEMORY = 4 << 20       # a feed's VEVENTs held in memory before the rest goes to a temporary file
 
 _CACHES: weakref.WeakSet = weakref.WeakSet()
 _PACKERS: dict[int, struct.Struct] = {}   # number of refs -> the key's layout
@@ -233,5 +234,78 @@ def _empty_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_empty_after_fork)
+
+
+class Spool:
+    """A feed's VEVENTs while it is written (its VTIMEZONEs, found from every event, come first):
+    the first ``memory`` bytes in memory, the rest in an unlinked temporary file (in ``TMPDIR``),
+    so a large feed costs the worker's heap a bounded amount. When no file can be made or written,
+    the rest stays in memory (logged). Read back once, in order, with ``pieces``."""
+
+    def __init__(self, memory: int | None = None):
+        self.memory = SPOOL_MEMORY if memory is None else memory
+        self._before: list[bytes] = []   # held before the file
+        self._after: list[bytes] = []    # held after the file failed
+        self._held = 0
+        self._file = None
+        self._failed = False
+
+    def write(self, data: bytes) -> None:
+        if self._failed:
+            self._after.append(data)
+            return
+        if self._file is None:
+            if self._held + len(data) <= self.memory:
+                self._before.append(data)
+                self._held += len(data)
+                return
+            try:
+                self._file = tempfile.TemporaryFile(prefix="calendar-feed-")
+            except OSError as error:
+                self._fail(error, data)
+                return
+        try:
+            self._file.write(data)
+        except OSError as error:
+            self._fail(error, data)
+
+    def _fail(self, error: OSError, data: bytes) -> None:
+        log.error("iCalendar: a feed's temporary file failed (%s); the rest of the feed is held in memory", error)
+        self._failed = True
+        self._after.append(data)
+
+    def pieces(self, size: int):
+        """The bytes written, in order, as pieces of about ``size`` bytes."""
+        yield from _joined(self._before, size)
+        self._before = []
+        if self._file is not None:
+            try:
+                self._file.flush()
+                self._file.seek(0)
+                while piece := self._file.read(size):
+                    yield piece
+            except OSError as error:   # the part written is lost: the calendar would be cut
+                log.error("iCalendar: a feed's temporary file could not be read back (%s)", error)
+                raise
+        yield from _joined(self._after, size)
+        self._after = []
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._before, self._after = [], []
+
+
+def _joined(parts: list[bytes], size: int):
+    piece, held = [], 0
+    for part in parts:
+        piece.append(part)
+        held += len(part)
+        if held >= size:
+            yield b"".join(piece)
+            piece, held = [], 0
+    if piece:
+        yield b"".join(piece)
 
 VEVENTS = VeventCache()   # one per process: feeds of every app and snapshot share it
