@@ -84,3 +84,16 @@ def test_lines_are_folded_as_icalendar_folds_them(values):
         event.add("description", value * 7)
     lines = [f"DESCRIPTION:{ical_text.text(value * 7)}" for value in values]
     assert ("BEGIN:VEVENT\r\n" + ical_text.content(lines) + "END:VEVENT\r\n").encode("utf-8") == event.to_ical()
+
+
+HTML_BITS = st.sampled_from(["<p>", "</p>", "<br/>", "<li>", "</li>", "&amp;", "&nbsp;", "\xa0", "  ", "\t", "\n",
+                             "\n\n\n", "\r\n", "\r", " \n", "\u2003", "\x85", "<script>x</script>", "<", "&"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(HTML_BITS, st.text(max_size=10)), max_size=20).map("".join))
+def test_plain_text_that_needs_no_change_is_taken_as_it_is(value):
+    """Descriptions stored as plain text (as the importer stores them) skip the markup rules:
+    the same text as through them."""
+    from calendar_service.domain import text
+    assert text.plain_text(value) == text._marked_up_text(value)
