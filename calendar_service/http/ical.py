@@ -196,6 +196,9 @@ class IcalPresenter:
         head, tail = self._shell()
         spans: dict[str, tuple[date, date]] = {}
         spool = Spool()
+        cache, context = VEVENTS, (self.urls, self.site_tz)
+        kept: list = []
+        kept_bytes, block = 0, cache.block_bytes()
         try:
             for record in events:
                 span = self._zone_span(record)
@@ -205,11 +208,17 @@ class IcalPresenter:
                         first, last = min(first, spans[key][0]), max(last, spans[key][1])
                     spans[key] = (first, last)
                 try:
-                    vevent = self.vevent(record)
+                    vevent = self.vevent(record, kept)
                 except Exception as exc:   # logged once per version of the record, listed by /status
                     FAULTS.report(record, "its VEVENT", exc)
                     continue
                 spool.write(vevent)
+                if kept and kept[-1][2] is vevent:
+                    kept_bytes += len(vevent)
+                    if kept_bytes >= block:   # kept a block at a time
+                        cache.put_many(context, kept)
+                        kept, kept_bytes = [], 0
+            cache.put_many(context, kept)
             # a little margin so the transitions around the events are described too
             yield head + b"".join([_vtimezone(key, a.replace(month=1, day=1), date(b.year + 1, 1, 1))
                                    for key, (a, b) in sorted(spans.items())])
@@ -285,14 +294,15 @@ class IcalPresenter:
             out.append((original, Record(record.resource, data, record.path)))
         return out
 
-    def vevent(self, record: Record) -> bytes:
+    def vevent(self, record: Record, kept: list | None = None) -> bytes:
         """The VEVENT of an event record, as bytes; for a series, its VEVENT (RRULE, EXDATE,
         RDATE) followed by one VEVENT per exception (same UID, its RECURRENCE-ID).
 
         Kept in ``ical_cache.VEVENTS`` (compressed, bounded in bytes) with the referenced venues,
         organizers and categories it was built from: it is reused while the record and those are
         the same objects. Not kept when a password is involved, since what those show depends on
-        the caller.
+        the caller. With ``kept``, what is to be kept is added to it, as (record, refs, vevent), for
+        the caller to keep (``VeventCache.put_many``).
         """
         series = self.series(record)
         exceptions = self.exceptions(record, series) if series is not None else []
@@ -309,7 +319,10 @@ class IcalPresenter:
         else:
             out = self._series_vevents(record, series, exceptions, links)
         if not record.data.get("password") and not any(r.data.get("password") for r in refs):
-            VEVENTS.put(record, context, refs, out)
+            if kept is None:
+                VEVENTS.put(record, context, refs, out)
+            else:
+                kept.append((record, refs, out))
         return out
 
     def _series_vevents(self, record: Record, series, exceptions: list[tuple[datetime, Record]], links) -> bytes:

@@ -45,6 +45,8 @@ VEVENT_ENTRIES = 400_000     # keys in memory (a key and an int each)
 SEGMENT_BYTES = 4 << 20      # one temporary file's share of the budget
 CONTEXTS = 64                # (urls, zone) pairs told apart at once; an old one's entries age out
 DICTIONARY_BYTES = 32_768    # zlib's window: a longer preset dictionary is not used
+BLOCK_BYTES = 16_384         # VEVENTs deflated together (at most a segment's size): reading one inflates them all
+_MASK = 0xFFFF_FFFF
 RETRY_SECONDS = 300          # after a failed file, VEVENTs are not kept for this long
 SPOOL_MEMORY = 4 << 20       # a feed's VEVENTs held in memory before the rest goes to a temporary file
 
@@ -83,6 +85,7 @@ class VeventCache:
         self._last_context: tuple | None = None   # (context, its number), the one asked last
         self._dictionary: bytes | None = None
         self._resume_at = 0.0                 # monotonic time before which nothing is kept (a failure)
+        self._last_block = threading.local()  # per thread: ((segment, offset), the block inflated)
         self._lock = threading.Lock()
         _CACHES.add(self)
 
@@ -93,45 +96,67 @@ class VeventCache:
             where = self._index.get(key) if key is not None else None
             if where is None:
                 return None
-            segment = self._segments[where >> 64]
-            length = where & 0xFFFF_FFFF
+            number, offset, length = where >> 128, (where >> 96) & _MASK, (where >> 64) & _MASK
+            start, size = (where >> 32) & _MASK, where & _MASK
+            # read again, and soon dropped: copied forward (below)
+            forward = self.weight > self.budget // 2 and number <= self._numbers - len(self._segments) * 3 // 4
+            last = getattr(self._last_block, "block", None)
+            if last is not None and last[0] == (number, offset):
+                raw = last[1]   # a feed reads the VEVENTs of a block in turn
+            else:
+                raw = None
+                try:
+                    packed = os.pread(self._segments[number].fd, length, offset)
+                except OSError as error:
+                    self._fail("read", error)
+                    return None
+                if len(packed) != length:
+                    self._fail("read", EOFError(f"{len(packed)} of {length} bytes"))
+                    return None
+                dictionary = self._dictionary
+        if raw is None:
             try:
-                packed = os.pread(segment.fd, length, (where >> 32) & 0xFFFF_FFFF)
-            except OSError as error:
-                self._fail("read", error)
+                inflate = zlib.decompressobj(zdict=dictionary)
+                raw = inflate.decompress(packed) + inflate.flush()
+                if not inflate.eof:
+                    raise zlib.error("the stream ends early")
+            except zlib.error as error:
+                with self._lock:
+                    self._fail("inflate what was read from", error)
                 return None
-            if len(packed) != length:
-                self._fail("read", EOFError(f"{len(packed)} of {length} bytes"))
-                return None
-            if self.weight > self.budget // 2 and segment.number <= self._numbers - len(self._segments) * 3 // 4:
-                self._append(key, packed, record, refs)   # read again, and soon dropped: copied forward
-            dictionary = self._dictionary
-            if dictionary is None:   # emptied by a failure while copying forward
-                return None
-        try:
-            inflate = zlib.decompressobj(zdict=dictionary)
-            vevent = inflate.decompress(packed) + inflate.flush()
-            if not inflate.eof:
-                raise zlib.error("the stream ends early")
-        except zlib.error as error:
-            with self._lock:
-                self._fail("inflate what was read from", error)
-            return None
+            self._last_block.block = ((number, offset), raw)
+        vevent = raw[start:start + size]
+        if forward:
+            self.put(record, context, refs, vevent)
         return vevent
 
     def put(self, record, context, refs: tuple, vevent: bytes) -> None:
         """Keep ``vevent``, built for ``record`` in ``context`` from ``refs``."""
+        self.put_many(context, [(record, refs, vevent)])
+
+    def block_bytes(self) -> int:
+        """How many bytes of VEVENTs ``put_many`` is best given at once."""
+        return min(BLOCK_BYTES, self.segment_bytes)
+
+    def put_many(self, context, entries: list[tuple]) -> None:
+        """Keep each (record, refs, vevent) of ``entries``, built in ``context``: compressed as one
+        *block* (a VEVENT alone is small, and most of the time of deflating it is the stream's
+        own cost); a VEVENT read from it later inflates the block, which the next read of the
+        same block (a feed reads them in turn) takes from memory."""
+        if not entries:
+            return
         with self._lock:
             if self._resume_at and time.monotonic() < self._resume_at:
                 return
             if self._dictionary is None:
-                self._dictionary = vevent[:DICTIONARY_BYTES]
+                self._dictionary = entries[0][2][:DICTIONARY_BYTES]
             dictionary = self._dictionary
         deflate = zlib.compressobj(6, zdict=dictionary)
-        packed = deflate.compress(vevent) + deflate.flush()
+        packed = deflate.compress(b"".join([vevent for _, _, vevent in entries])) + deflate.flush()
         with self._lock:
             if dictionary is self._dictionary:   # not emptied (a fork) meanwhile
-                self._append(self._key(record, context, refs, add=True), packed, record, refs)
+                self._append([(self._key(record, context, refs, add=True), record, refs, len(vevent))
+                              for record, refs, vevent in entries], packed)
 
     def __len__(self) -> int:
         return len(self._index)
@@ -155,7 +180,8 @@ class VeventCache:
         packer = _PACKERS.get(len(refs)) or _PACKERS.setdefault(len(refs), struct.Struct(f"<{3 + len(refs)}Q"))
         return packer.pack(number, len(refs), id(record), *map(id, refs))
 
-    def _append(self, key: bytes, packed: bytes, record, refs: tuple) -> None:
+    def _append(self, entries: list[tuple], packed: bytes) -> None:
+        """Write a block (``packed``) holding the VEVENTs of ``entries`` (key, record, refs, size) in turn."""
         segment = self._current(len(packed))
         if segment is None:
             return
@@ -167,12 +193,15 @@ class VeventCache:
         if written != len(packed):
             self._fail("write", OSError(f"{written} of {len(packed)} bytes written"))
             return
-        self._index[key] = segment.number << 64 | segment.size << 32 | len(packed)
+        block, start = segment.number << 128 | segment.size << 96 | len(packed) << 64, 0
+        for key, record, refs, size in entries:
+            self._index[key] = block | start << 32 | size
+            start += size
+            segment.keys.append(key)
+            segment.records.append(record)
+            for ref in refs:
+                segment.refs[id(ref)] = ref
         segment.size += len(packed)
-        segment.keys.append(key)
-        segment.records.append(record)
-        for ref in refs:
-            segment.refs[id(ref)] = ref
         self.weight += len(packed)
         while len(self._segments) > 1 and (self.weight > self.budget or len(self._index) > self.size):
             self._drop(next(iter(self._segments.values())))
@@ -197,7 +226,7 @@ class VeventCache:
     def _drop(self, segment: _Segment) -> None:
         for key in segment.keys:
             where = self._index.get(key)
-            if where is not None and where >> 64 == segment.number:
+            if where is not None and where >> 128 == segment.number:
                 del self._index[key]
         del self._segments[segment.number]
         self.weight -= segment.size
@@ -219,6 +248,7 @@ class VeventCache:
         self._contexts.clear()
         self._last_context = None
         self._dictionary = None
+        self._last_block = threading.local()
         self.weight = 0
 
     def _after_fork(self) -> None:
