@@ -3,24 +3,27 @@
 A VEVENT depends on its record (immutable for its blob, so shared by the snapshots that
 follow a write), the URLs and site zone it is written with, and the venues, organizers and
 categories the caller may see embedded: an entry is reused while those are the same objects.
-Building one goes through icalendar's component machinery; reading one back is a small
-fraction of that, so a warm every-event feed takes a fraction of a cold one's time
-(docs/performance.md has the figures).
+Reading one back is a fraction of the time of writing it, so a warm every-event feed takes a
+fraction of a cold one's time (docs/performance.md has the figures).
 
 Where the bytes live is what this module is about. Kept as Python objects (a bytes object, its
 key and value tuples and an ordered-dict node per VEVENT) the cache of one every-event feed of a
 big calendar held a large share of a worker's resident memory. So:
-- each VEVENT is deflated against a preset dictionary (the first VEVENT the cache kept, which
-  shares the site's URLs, property names and zones with the others) and written
+- VEVENTs are deflated a *block* at a time (``put_many``: a feed's VEVENTs in turn, up to
+  ``BLOCK_BYTES``; ``put``: one alone), against a preset dictionary (the first VEVENT the cache
+  kept, which shares the site's URLs, property names and zones with the others), and written
   to an unlinked temporary file (in ``TMPDIR``), a *segment*; the system's page cache holds
-  it, not the worker's heap;
+  it, not the worker's heap. Deflating a VEVENT alone costs about what a block of a dozen
+  does (the stream's own cost), so a first feed keeps its VEVENTs for a fraction of the time;
+  reading one inflates its block, which each thread keeps until it reads another block (a
+  feed reads a block's VEVENTs in turn);
 - in memory an entry is one ``bytes`` key (the ids of what it was built from) and one ``int``
-  (segment, offset, length), a small fixed cost of heap;
+  (segment, block offset and length, the VEVENT's place in the block), a small fixed cost of heap;
 - the oldest segment is dropped whole once the segments pass ``budget`` bytes or the entries
   ``size`` (a segment keeps alive the records and referenced objects its keys name by id, so no
   id is reused while a key names it); once more than half the budget is used, an entry read
-  from the oldest quarter is copied forward, so what feeds keep reading outlives the bulk that
-  one large feed wrote once.
+  from the oldest quarter is copied forward (kept again, alone), so what feeds keep reading
+  outlives the bulk that one large feed wrote once.
 Reading and writing happen under one lock (a few microseconds each), so a segment is never
 closed under a reader. A child process after ``fork`` starts empty: the files would be shared.
 When a temporary file cannot be made, written or read back whole, the cache empties, the problem
