@@ -73,6 +73,7 @@ def _utc(text_value) -> datetime | None:
 
 
 SEQUENCE_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_UNSEEN = object()
 
 
 def sequence(modified: datetime) -> int:
@@ -118,6 +119,9 @@ def _quoted_tzid(series, lines: list[str]) -> list[str]:
     return [line.replace(f";TZID={key}:", f';TZID="{key}":', 1) for line in lines]
 
 
+_EPOCH_STAMP = ("19700101T000000Z", 0)   # an event with neither time stored (SEQUENCE 0 before 2000)
+
+
 class IcalPresenter:
     """Turns event records of one snapshot into VEVENTs and calendars.
 
@@ -136,6 +140,7 @@ class IcalPresenter:
         self._written: dict[int, tuple[Record, object]] = {}   # id -> (a linked record, its lines)
         self._usable: dict[int, tuple[Record, bool]] = {}      # id -> (a linked record, may it be embedded)
         self._zone_of: dict[str | None, object] = {}           # an event's ``timezone`` -> its tzinfo
+        self._stamps: dict[str, tuple[str, int] | None] = {}   # a stored UTC time -> (its value, SEQUENCE)
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
@@ -351,12 +356,11 @@ class IcalPresenter:
         data = record.data
         status = record.status
         open_ = not data.get("password") or self.unlocked(record)
-        modified = _utc(data.get("modified_utc")) or _utc(data.get("date_utc")) or datetime(1970, 1, 1, tzinfo=timezone.utc)
-        stamp = ical_text.utc(modified)
+        stamp, number = self._stamp(data.get("modified_utc")) or self._stamp(data.get("date_utc")) or _EPOCH_STAMP
         lines = [f"SUMMARY:{ical_text.text(record.title.strip())}"]
         if times:
             self._time_lines(lines, record)
-        lines += (f"DTSTAMP:{stamp}", f"UID:{ical_text.text(self.uid(record))}", f"SEQUENCE:{sequence(modified)}")
+        lines += (f"DTSTAMP:{stamp}", f"UID:{ical_text.text(self.uid(record))}", f"SEQUENCE:{number}")
         # the others by name: CATEGORIES CLASS CONTACT CREATED DESCRIPTION GEO LAST-MODIFIED
         # LOCATION ORGANIZER STATUS URL
         organizer = place = contacts = description = None
@@ -370,9 +374,9 @@ class IcalPresenter:
         lines.append("CLASS:" + ("PRIVATE" if status == "private" else ("PUBLIC" if open_ else "CONFIDENTIAL")))
         if contacts:
             lines += contacts
-        created = _utc(data.get("date_utc"))
+        created = self._stamp(data.get("date_utc"))
         if created is not None:
-            lines.append(f"CREATED:{ical_text.utc(created)}")
+            lines.append(f"CREATED:{created[0]}")
         if description:
             lines.append(f"DESCRIPTION:{ical_text.text(description)}")
         location, geo = place or (None, None)
@@ -386,6 +390,18 @@ class IcalPresenter:
         lines.append("STATUS:" + STATUS.get(status, "CONFIRMED"))
         lines.append("URL:" + self.urls.permalink(EVENTS, record.slug))
         return lines
+
+    def _stamp(self, stored) -> tuple[str, int] | None:
+        """A stored UTC time as a DATE-TIME value and its SEQUENCE number; None when empty or
+        unreadable (many events share a few: made once per feed)."""
+        if not isinstance(stored, str):
+            moment = _utc(stored)
+            return None if moment is None else (ical_text.utc(moment), sequence(moment))
+        found = self._stamps.get(stored, _UNSEEN)
+        if found is _UNSEEN:
+            moment = _utc(stored)
+            found = self._stamps[stored] = None if moment is None else (ical_text.utc(moment), sequence(moment))
+        return found
 
     def _time_lines(self, lines: list[str], record: Record) -> None:
         """DTSTART and DTEND (none for a zero-length event) of a single event, added to ``lines``."""
