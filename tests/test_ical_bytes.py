@@ -160,7 +160,7 @@ FEEDS = {
 def lines(ics: bytes) -> list[bytes]:
     """The unfolded content lines of a calendar, sorted within each component (icalendar writes
     the properties of what it parsed in its own order, and the parts of a rule)."""
-    out, stack = [], [[]]
+    stack: list[list[bytes]] = [[]]
     for line in ics.replace(b"\r\n ", b"").split(b"\r\n"):
         if line.startswith(b"BEGIN:"):
             stack.append([line])
@@ -217,7 +217,7 @@ def test_feeds_spooled_to_a_temporary_file_keep_their_bytes(calendar, anon, monk
     assert "the rest of the feed is held in memory" in caplog.text
 
 
-def test_a_spool_gives_back_what_was_written_in_order_and_in_pieces(tmp_path):
+def test_a_spool_gives_back_what_was_written_in_order_and_in_pieces():
     from calendar_service.http.ical_cache import Spool
     parts = [bytes([65 + n % 26]) * (n * 7 % 500 + 1) for n in range(300)]
     spool = Spool(memory=2_000)
