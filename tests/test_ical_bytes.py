@@ -227,3 +227,19 @@ def test_a_spool_gives_back_what_was_written_in_order_and_in_pieces():
     spool.close()
     assert b"".join(pieces) == b"".join(parts)
     assert len(pieces) > 1 and all(len(p) <= 4_096 + 500 for p in pieces)
+
+
+def test_the_head_of_a_feed_is_sent_before_its_events_are_written(calendar, anon, monkeypatch):
+    """The VTIMEZONEs wait for every event, but the calendar's own lines go at once."""
+    from calendar_service.http import ical, ical_cache
+    cache = ical_cache.VeventCache()
+    monkeypatch.setattr(ical, "VEVENTS", cache)
+    who, path, params = FEEDS["anon-window"]
+    r = anon.get(path, query_string=params, buffered=False)
+    chunks = iter(r.response)
+    first = next(chunks)
+    assert first.startswith(b"BEGIN:VCALENDAR\r\n") and b"BEGIN:" not in first[len(b"BEGIN:VCALENDAR"):]
+    assert len(cache) == 0   # no VEVENT written yet
+    body = first + b"".join(chunks)
+    r.close()
+    assert body == (SAMPLES / "anon-window.ics").read_bytes() and len(cache) > 0

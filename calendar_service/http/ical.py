@@ -196,7 +196,8 @@ class IcalPresenter:
         One pass over the events: each one's data is made once (a feed's events are more than
         the records that hold their data at once, ``record.RECENT``), its zone noted and its
         VEVENT written to a ``Spool`` (memory, then a temporary file) until every zone is known;
-        then the calendar's head and VTIMEZONEs, and the spooled VEVENTs in pieces.
+        then the VTIMEZONEs and the spooled VEVENTs in pieces. The calendar's head (which depends
+        on no event) is sent first, at once.
         """
         head, tail = self._shell()
         spans: dict[str, tuple[date, date]] = {}
@@ -204,6 +205,7 @@ class IcalPresenter:
         cache, context = VEVENTS, (self.urls, self.site_tz)
         kept: list = []
         kept_bytes, block = 0, cache.block_bytes()
+        yield head   # at once: the client knows the calendar is coming
         try:
             for record in events:
                 span = self._zone_span(record)
@@ -225,9 +227,9 @@ class IcalPresenter:
                         kept, kept_bytes = [], 0
             cache.put_many(context, kept)
             # a little margin so the transitions around the events are described too
-            yield head + b"".join([_vtimezone(key, a.replace(month=1, day=1), date(b.year + 1, 1, 1))
-                                   for key, (a, b) in sorted(spans.items())])
-            last = b""
+            zones = b"".join([_vtimezone(key, a.replace(month=1, day=1), date(b.year + 1, 1, 1))
+                              for key, (a, b) in sorted(spans.items())])
+            last = zones   # (never an empty piece: a server may take it for the end of the body)
             for piece in spool.pieces(CHUNK_BYTES):
                 if last:
                     yield last
