@@ -175,7 +175,16 @@ def plain_text(markup: str | None) -> str:
     decoded, line breaks and paragraphs kept as one and two new lines, list items as ``- ``."""
     if not markup:
         return ""
-    value = _DROPPED.sub("", str(markup).replace("\r\n", "\n"))
+    value = str(markup)
+    if "<" not in value and "&" not in value and "  " not in value and "\t" not in value and "\xa0" not in value \
+            and "\n\n\n" not in value and "\r" not in value and all(line == line.strip() for line in value.split("\n")):
+        return value.strip()   # already plain text (as the importer stores it): nothing below would change it
+    return _marked_up_text(value)
+
+
+def _marked_up_text(value: str) -> str:
+    """``plain_text`` of any text (the way for markup)."""
+    value = _DROPPED.sub("", value.replace("\r\n", "\n"))
     value = _LINE_BREAK.sub("\n", value)
     value = _BLOCK_END.sub("\n\n", value)
     value = _ROW_END.sub("\n", value)
