@@ -87,13 +87,23 @@ def _request_lines(s: dict) -> list[str]:
         "",
         "[a] floor: write the same files + `git add -A` + `git commit` in a scratch repository.",
         f"floors: list/single rows = the same body through a trivial route of the same app, timed "
-        f"alternately with the row; writes = "
+        f"alternately with the row; the fresh list pages = the same bytes and content type from a bare "
+        f"Flask app (one route, no hooks), timed alternately with each page{_fresh_note(s)}; writes = "
         f"`git add` + `git commit` of one event file in this repository (p50 {_fmt_ms(git_floor['p50_ms'])} ms, "
         f"p95 {_fmt_ms(git_floor['p95_ms'])} ms, n={git_floor['n']}).",
         f"default list total: {s['default_list_total']} events; writes sent {s['writes_sent']}, commits made "
         f"{s['write_commits']}; * = row stopped by the time budget.",
     ]
     return lines
+
+
+def _fresh_note(s: dict) -> str:
+    row = next((r for r in s["rows"] if r["name"] == FRESH_ROW), None)
+    if row is None:
+        return ""
+    how = (f"the memos emptied before {row['memo_cleared']} of them" if row.get("memo_cleared")
+           else "pages no earlier request asked for")
+    return f" ({how}; {row.get('fresh_events', 0)} events presented for the first time)"
 
 
 # ----------------------------------------------------------------------------- targets (one-off events)
@@ -107,6 +117,7 @@ OVERLAP_ROW = "list: overlap window"
 AFTER_WRITE_ROW = "list: default, right after a write"
 SINGLE_ROWS = ("single: by id", "single: by slug")
 WRITE_ROWS = ("write: create event (POST)", "write: update event (POST to id)")
+FRESH_ROW = "list: page of 10 freshly presented events"   # benchmarks.fresh_list (its floor: a bare Flask app)
 
 
 def _le_ratio(limit):
@@ -123,6 +134,7 @@ TARGETS = {
     "first list after a write, p50": (_le_ratio(10), _le_ms(10), _le_ms(50)),
     "overlap window (starts_before + ends_after + strict_dates), p50": (_le_ratio(6), _le_ratio(10), _le_ms(20)),
     "single by id / slug, p50": (_le_ratio(3), _le_ratio(3), _le_ratio(3)),
+    "list page of 10 freshly presented events, p50 (floor: bare Flask)": (_le_ratio(8), _le_ratio(8), _le_ratio(8)),
     "write, one commit, p50 (floor: naive git add + commit)": (_le_ratio(0.5), _le_ratio(0.3), _le_ms(300)),
     "4 concurrent writers, writes/s (>= one writer's rate)": (("writers",), ("writers",), None),
     "RSS per worker after a mixed run (MB)": (("mb", 100), ("mb", 300), ("mb", 2000)),
@@ -186,6 +198,8 @@ def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
         return _request_check(_rows_named(s, (AFTER_WRITE_ROW,)), goal)
     if name.startswith("overlap"):
         return _request_check(_rows_named(s, (OVERLAP_ROW,)), goal)
+    if name.startswith("list page of 10 fresh"):
+        return _request_check(_rows_named(s, (FRESH_ROW,)), goal)
     if name.startswith("single"):
         return _request_check(_rows_named(s, SINGLE_ROWS), goal)
     if name.startswith("write,"):

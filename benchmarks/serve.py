@@ -10,11 +10,13 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import API, MIN_SAMPLES, SITE_TZ, WARMUP, rss_mb, run_git, say, summary
+from benchmarks.fresh_list import FRESH_ROW, FreshPages
 from benchmarks.profiling import profile_lists, profile_requests
 from benchmarks.runner import Runner
 
 EXTRA_PICKS = 1100      # events picked for single reads beyond one per request
 MAX_DEEP_PAGE = 40      # the deep-page row asks for this page, or the last one if there are fewer
+PROFILED_FRESH = 30     # fresh list pages profiled with --profile
 PROFILED_WRITES = 10    # update requests profiled with --profile (each one more commit)
 WRITERS = (1, 4)        # concurrent writers measured (threads, each its own client): writers_1, writers_4
 WRITER_SECONDS = 4.0    # each writers_N run lasts about this long in all (at most the row budget)
@@ -50,6 +52,7 @@ class ServePhase:
         self.picks = rng.sample(listed, min(len(listed), max(self.repeat, 1) + EXTRA_PICKS))
         lists = self.list_requests()
         floors = self.reads(lists)
+        self.fresh_pages(floors)
         if self.size <= FULL_ROWS_MAX:
             self.scanning_reads(lists)
         else:
@@ -65,6 +68,8 @@ class ServePhase:
         say(f"{self.size}: RSS after the mixed reads {self.result['rss_worker_mb']:.0f} MB")
         if self.cfg.get("profile"):
             self.result["profiles"] = profile_lists(self.runner, self.service, self.rows, lists, self.cfg)
+            self.result["profiles"].append(profile_requests(
+                FRESH_ROW + " (pages not asked before)", PROFILED_FRESH, self.fresh.profiled, self.size))
         self.writes(floors)
         self.service.store.close()
         git_floor = self.git_floor()
@@ -164,6 +169,14 @@ class ServePhase:
             row["mode"] = "index"
             self.rows.append(row)
         return floors
+
+    def fresh_pages(self, floors: dict) -> None:
+        """List pages of events never presented before, against a bare Flask app serving the same
+        bytes (see ``fresh_list``)."""
+        say(f"{self.size}: list pages of freshly presented events, alternated with a bare Flask floor")
+        self.fresh = FreshPages(self.runner, self.service)
+        row, floors["bare Flask"] = self.fresh.measure(self.repeat, self.budget)
+        self.rows.append(row)
 
     def scanning_reads(self, lists: dict) -> None:
         say(f"{self.size}: the same lists with service.index = None (scanning fallback)")

@@ -1,7 +1,7 @@
 """What every list answer shares: page size, statuses, links to other pages, total headers."""
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote_plus
 
 from calendar_service.http import errors
 from calendar_service.domain import permissions, queries
@@ -23,10 +23,10 @@ def paging_links(call: Call, echo: list[tuple[str, object]], page: int, has_next
         pairs = [(k, v) for k, v in params if k != "page"]
         if page_no is not None:
             pairs.append(("page", page_no))
-        query = urlencode([(k, _echo_value(v)) for k, v in pairs])
+        query = _urlencode([(k, _echo_value(v)) for k, v in pairs])
         return base + ("?" + query if query else "")
 
-    query = urlencode([(k, _echo_value(v)) for k, v in echo])
+    query = _urlencode([(k, _echo_value(v)) for k, v in echo])
     links = {"rest_url": base + ("?" + query if query else "")}
     if has_next:
         links["next_rest_url"] = url(echo, page + 1)
@@ -40,6 +40,21 @@ def paging_links(call: Call, echo: list[tuple[str, object]], page: int, has_next
     if link_header:
         call.headers["Link"] = ", ".join(link_header)
     return links
+
+
+# quote_plus of an ASCII character: itself for letters, digits and "_.-~", "+" for a space, %XX otherwise
+_QUOTED = {code: (chr(code) if chr(code).isalnum() or chr(code) in "_.-~" else "+" if code == 32 else f"%{code:02X}")
+           for code in range(128)}
+
+
+def _urlencode(pairs: list[tuple[str, str]]) -> str:
+    """``urllib.parse.urlencode(pairs)`` of text pairs (the same text): ASCII text quoted by one
+    table lookup per character rather than urlencode's functions (a list answer encodes three)."""
+    return "&".join(f"{_quote(k)}={_quote(v)}" for k, v in pairs)
+
+
+def _quote(text: str) -> str:
+    return text.translate(_QUOTED) if text.isascii() else quote_plus(text)
 
 
 def _echo_value(value) -> str:
