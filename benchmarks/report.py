@@ -130,7 +130,7 @@ def _le_ms(limit):
 
 # target name -> one goal per size column (None: no goal for that size)
 TARGETS = {
-    "list / category+window / search+window / deep page, p50": (_le_ratio(6), _le_ratio(10), _le_ms(20)),
+    "list / category+window / search+window / deep page, p50": (_le_ratio(6), _le_ratio(10), _le_ms(10)),
     "first list after a write, p50": (_le_ratio(10), _le_ms(10), _le_ms(50)),
     "overlap window (starts_before + ends_after + strict_dates), p50": (_le_ratio(6), _le_ratio(10), _le_ms(20)),
     "single by id / slug, p50": (_le_ratio(3), _le_ratio(3), _le_ratio(3)),
@@ -138,7 +138,10 @@ TARGETS = {
     "write, one commit, p50 (floor: naive git add + commit)": (_le_ratio(0.5), _le_ratio(0.3), _le_ms(300)),
     "4 concurrent writers, writes/s (>= one writer's rate)": (("writers",), ("writers",), None),
     "RSS per worker after a mixed run (MB)": (("mb", 100), ("mb", 300), ("mb", 2000)),
-    "cold start (s)": (("s", 0.5), ("s", 2), ("s", 20)),
+    "cold start (s)": (("s", 0.5), ("s", 2), ("s", 3)),
+    # the unpaged feed of every event of the default window, the first one after the start (no
+    # VEVENT kept yet); not measured above FULL_ROWS_MAX (~470,000 VEVENTs at 1,000,000 events)
+    "first every-event iCalendar feed (s)": (("s", 0.5), ("s", 5), None),
     "reindex throughput (events/s)": (("rate", 5000), ("rate", 5000), None),
     "first start after import lists from the index": (("index",), ("index",), ("index",)),
 }
@@ -213,6 +216,9 @@ def _check(name: str, goal, b: dict, s: dict) -> tuple[str, bool | None]:
     if name.startswith("RSS"):
         value = s.get("rss_worker_mb", b.get("rss_worker_mb"))
         return ("not measured", None) if value is None else (f"{value:.0f} MB", value <= goal[1])
+    if name.startswith("first every-event"):
+        value = s.get("first_feed_ms")
+        return ("not measured", None) if value is None else (f"{value / 1000:.2f} s", value / 1000 <= goal[1])
     if name.startswith("cold start"):
         value = s.get("cold_start_s")
         return ("not measured", None) if value is None else (f"{value:.2f} s", value <= goal[1])
