@@ -199,9 +199,10 @@ def discover(port: int) -> dict:
         if answer.status != 200:
             raise RuntimeError(f"GET {path}: {answer.status}")
         return answer.body
-    events = body("/events?per_page=50")["events"]
+    first = body("/events?per_page=50")
+    events = first["events"]
     words = sorted({w.strip(".,:;!?").lower() for e in events for w in e["title"].split() if len(w) > 4}) or ["event"]
-    return {"events": [(e["id"], e["slug"]) for e in events],
+    return {"events": [(e["id"], e["slug"]) for e in events], "pages": max(1, min(40, int(first["total"]) // 10)),
             "categories": [c["id"] for c in body("/categories?per_page=50").get("categories", [])] or [None],
             "tags": [t["id"] for t in body("/tags?per_page=50").get("tags", [])] or [None],
             "venues": [v["id"] for v in body("/venues?per_page=50").get("venues", [])] or [None],
@@ -225,7 +226,7 @@ def read_mix(found: dict, count: int, seed: int = 37) -> list[str]:
                        + term("categories", found["categories"])),
         (0.24, lambda: "/events?" + term("tags", found["tags"])[1:]),
         (0.32, lambda: "/events?" + term("venue", found["venues"])[1:]),
-        (0.40, lambda: f"/events?page={rng.randint(2, 40)}&per_page=10"),
+        (0.40, lambda: f"/events?page={rng.randint(min(2, found['pages']), found['pages'])}&per_page=10"),
         (0.55, lambda: f"/events?search={pick(found['words'])}"),
         (0.60, lambda: "/venues"),
         (0.75, lambda: f"/events/{pick(found['events'])[0]}"),
