@@ -53,6 +53,55 @@ TREE_MODE, LINK_MODE = 0o40000, 0o120000
 NEAR_MODES = (0o100644, 0o100755, LINK_MODE, TREE_MODE)
 
 
+def tree_diff(objects: ObjectStore, old: str, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
+    """``CommitLog.diff_tree`` read in process for two commits whose trees differ in a few
+    folders (the commits another process of the service wrote: no git process started under
+    the write lock or by the follower); None when it would read more than NEAR_TREES trees or
+    meets anything but plain files and folders (then git answers)."""
+    budget = [NEAR_TREES]
+    found: dict[str, readers.RawChange] = {}
+
+    def entries(tree: bytes | None) -> dict[bytes, tuple[int, bytes]] | None:
+        if tree is None:
+            return {}
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        listed = {name: (int(mode, 8), sha) for mode, name, sha in tree_list(objects.read_tree(tree))}
+        return listed if all(mode in NEAR_MODES for mode, _ in listed.values()) else None
+
+    def walk(before: bytes | None, after: bytes | None, prefix: str) -> bool:
+        a, b = entries(before), entries(after)
+        if a is None or b is None:
+            return False
+        for name in sorted(a.keys() | b.keys()):
+            one, two = a.get(name), b.get(name)
+            if one == two:
+                continue
+            path = prefix + name.decode("utf-8", "surrogateescape")
+            if not prefix and not whole_tree and path not in CONTENT_FOLDERS:
+                continue
+            folders = [e is not None and e[0] == TREE_MODE for e in (one, two)]
+            if folders[0] != folders[1] and one is not None and two is not None:
+                return False   # a file became a folder or back: git's own order of the two
+            if folders[0] or folders[1]:
+                if not walk(one[1] if one else None, two[1] if two else None, path + "/"):
+                    return False
+                continue
+            if one is not None and two is not None and (one[0] == LINK_MODE) != (two[0] == LINK_MODE):
+                return False   # a type change (T)
+            status = "A" if one is None else "D" if two is None else "M"
+            found[path] = readers.RawChange(path, one[0] if one else 0, two[0] if two else 0,
+                                            one[1].hex() if one else None, two[1].hex() if two else None, status)
+        return True
+
+    try:
+        done = walk(objects.tree_of(old), objects.tree_of(new), "")
+    except Exception:   # a missing or odd object: git says what it is
+        return None
+    return found if done else None
+
+
 class CommitLog:
     """Read-only queries on commits. ``run`` runs a git command (raising StoreError)."""
 
@@ -124,52 +173,8 @@ class CommitLog:
         return {c.path: c for c in readers.raw_changes(self._run(*args).split(b"\0"))}
 
     def _near_diff(self, old: str, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
-        """``diff_tree`` read in process for two commits whose trees differ in a few folders (the
-        commits another process of the service wrote: no git process started under the write
-        lock or by the follower); None when it would read more than NEAR_TREES trees or meets
-        anything but plain files and folders (then git answers)."""
-        budget = [NEAR_TREES]
-        found: dict[str, readers.RawChange] = {}
-
-        def entries(tree: bytes | None) -> dict[bytes, tuple[int, bytes]] | None:
-            if tree is None:
-                return {}
-            budget[0] -= 1
-            if budget[0] < 0:
-                return None
-            listed = {name: (int(mode, 8), sha) for mode, name, sha in tree_list(self._objects.read_tree(tree))}
-            return listed if all(mode in NEAR_MODES for mode, _ in listed.values()) else None
-
-        def walk(before: bytes | None, after: bytes | None, prefix: str) -> bool:
-            a, b = entries(before), entries(after)
-            if a is None or b is None:
-                return False
-            for name in sorted(a.keys() | b.keys()):
-                one, two = a.get(name), b.get(name)
-                if one == two:
-                    continue
-                path = prefix + name.decode("utf-8", "surrogateescape")
-                if not prefix and not whole_tree and path not in CONTENT_FOLDERS:
-                    continue
-                folders = [e is not None and e[0] == TREE_MODE for e in (one, two)]
-                if folders[0] != folders[1] and one is not None and two is not None:
-                    return False   # a file became a folder or back: git's own order of the two
-                if folders[0] or folders[1]:
-                    if not walk(one[1] if one else None, two[1] if two else None, path + "/"):
-                        return False
-                    continue
-                if one is not None and two is not None and (one[0] == LINK_MODE) != (two[0] == LINK_MODE):
-                    return False   # a type change (T)
-                status = "A" if one is None else "D" if two is None else "M"
-                found[path] = readers.RawChange(path, one[0] if one else 0, two[0] if two else 0,
-                                                one[1].hex() if one else None, two[1].hex() if two else None, status)
-            return True
-
-        try:
-            done = walk(self._objects.tree_of(old), self._objects.tree_of(new), "")
-        except Exception:   # a missing or odd object: git says what it is
-            return None
-        return found if done else None
+        """``diff_tree`` read in process (``tree_diff``); None when git has to answer."""
+        return tree_diff(self._objects, old, new, whole_tree)
 
     def changes(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
         """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
