@@ -201,3 +201,30 @@ def _reindex(work: Path, snapshot, size: int, result: dict) -> None:
     result["index_mb"] = sum(f.stat().st_size for f in (work / "index").rglob("*") if f.is_file()) / 1e6
     say(f"{size}: reindexed {indexed} events in {result['reindex_s']:.1f} s "
         f"({result['reindex_docs_per_s']:.0f}/s), index {result['index_mb']:.1f} MB")
+
+
+def served_calendar(work: Path, size: int, seed: int = 20261123) -> dict:
+    """A calendar of ``size`` events to serve over HTTP in ``work`` (content repository, index, a users
+    file with the benchmark's administrator), built once: a second call reads what the first kept.
+    Returns the ids and words requests need (``category_ids``, ``tag_ids``, ``venue_ids``,
+    ``listed``: (id, slug) pairs, ``search_words``)."""
+    from calendar_service.auth.accounts import Accounts
+
+    meta_file = work / "meta.json"
+    if meta_file.exists():
+        return json.loads(meta_file.read_text())
+    work.mkdir(parents=True, exist_ok=True)
+    say(f"building a calendar of {size} events in {work}")
+    files, meta = build_calendar(size, seed, date.today())
+    del files
+    result: dict = {}
+    store = _import(work, size, meta.pop("api_events"), result)
+    snapshot = _load_snapshot(work, store, size, result)
+    _reindex(work, snapshot, size, result)
+    store.close()
+    (work / "import.json").unlink(missing_ok=True)
+    Accounts(work / "users.yaml").add(ADMIN_LOGIN, "administrator", email="bench@example.org", name="Bench Admin",
+                                      password=ADMIN_PASSWORD)
+    keep = {k: meta[k] for k in ("category_ids", "tag_ids", "venue_ids", "listed", "search_words")}
+    meta_file.write_text(json.dumps(keep))
+    return keep

@@ -96,26 +96,8 @@ def say(message: str) -> None:
 
 def build(work: Path, size: int) -> dict:
     """The calendar in ``work`` (content repository, index, users file); returns what requests need."""
-    meta_file = work / "meta.json"
-    if meta_file.exists():
-        return json.loads(meta_file.read_text())
-    from benchmarks.build import _import, _load_snapshot, _reindex
-    from benchmarks.synthetic import build_calendar
-
-    work.mkdir(parents=True, exist_ok=True)
-    say(f"building a calendar of {size} events in {work}")
-    files, meta = build_calendar(size, SEED, date.today())
-    del files
-    result: dict = {}
-    store = _import(work, size, meta.pop("api_events"), result)
-    snapshot = _load_snapshot(work, store, size, result)
-    _reindex(work, snapshot, size, result)
-    store.close()
-    (work / "import.json").unlink(missing_ok=True)
-    (work / "users.yaml").write_text("")
-    keep = {k: meta[k] for k in ("category_ids", "tag_ids", "venue_ids", "listed", "search_words")}
-    meta_file.write_text(json.dumps(keep))
-    return keep
+    from benchmarks.build import served_calendar
+    return served_calendar(work, size, SEED)
 
 
 def request_mix(meta: dict, base: str) -> list[str]:

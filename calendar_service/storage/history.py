@@ -9,6 +9,7 @@ from typing import Callable, NamedTuple
 import git
 
 from calendar_service.storage import readers
+from calendar_service.storage.guard import tree_list
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, MAX_PATH_ARGUMENTS, SHA, Git
 from calendar_service.storage.objects import ObjectStore, blob_sha
 
@@ -43,6 +44,62 @@ RECENT_BLOB_BYTES = 4 << 20   # contents kept of those commits' new blobs, at mo
 # of big ones) never holds all of them in memory at once
 READ_BATCH_BYTES = 32 << 20
 READ_BATCH_FILES = 2000
+# ``diff_tree`` reads at most this many trees in process before asking git (two commits a few
+# writes apart differ in a few month folders; a pull may differ in hundreds)
+NEAR_TREES = 24
+NEAR_BLOBS = 16     # blobs read (or sized) one by one in process; more: one ``git cat-file`` for all
+NEAR_COMMITS = 16   # ``change_dates`` walks at most this many commits in process before asking git
+TREE_MODE, LINK_MODE = 0o40000, 0o120000
+NEAR_MODES = (0o100644, 0o100755, LINK_MODE, TREE_MODE)
+
+
+def tree_diff(objects: ObjectStore, old: str, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
+    """``CommitLog.diff_tree`` read in process for two commits whose trees differ in a few
+    folders (the commits another process of the service wrote: no git process started under
+    the write lock or by the follower); None when it would read more than NEAR_TREES trees or
+    meets anything but plain files and folders (then git answers)."""
+    budget = [NEAR_TREES]
+    found: dict[str, readers.RawChange] = {}
+
+    def entries(tree: bytes | None) -> dict[bytes, tuple[int, bytes]] | None:
+        if tree is None:
+            return {}
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        listed = {name: (int(mode, 8), sha) for mode, name, sha in tree_list(objects.read_tree(tree))}
+        return listed if all(mode in NEAR_MODES for mode, _ in listed.values()) else None
+
+    def walk(before: bytes | None, after: bytes | None, prefix: str) -> bool:
+        a, b = entries(before), entries(after)
+        if a is None or b is None:
+            return False
+        for name in sorted(a.keys() | b.keys()):
+            one, two = a.get(name), b.get(name)
+            if one == two:
+                continue
+            path = prefix + name.decode("utf-8", "surrogateescape")
+            if not prefix and not whole_tree and path not in CONTENT_FOLDERS:
+                continue
+            folders = [e is not None and e[0] == TREE_MODE for e in (one, two)]
+            if folders[0] != folders[1] and one is not None and two is not None:
+                return False   # a file became a folder or back: git's own order of the two
+            if folders[0] or folders[1]:
+                if not walk(one[1] if one else None, two[1] if two else None, path + "/"):
+                    return False
+                continue
+            if one is not None and two is not None and (one[0] == LINK_MODE) != (two[0] == LINK_MODE):
+                return False   # a type change (T)
+            status = "A" if one is None else "D" if two is None else "M"
+            found[path] = readers.RawChange(path, one[0] if one else 0, two[0] if two else 0,
+                                            one[1].hex() if one else None, two[1].hex() if two else None, status)
+        return True
+
+    try:
+        done = walk(objects.tree_of(old), objects.tree_of(new), "")
+    except Exception:   # a missing or odd object: git says what it is
+        return None
+    return found if done else None
 
 
 class CommitLog:
@@ -106,10 +163,18 @@ class CommitLog:
             known = self._recent.get(new)
         if known is not None and known[0] == old:  # a commit this process wrote on ``old``
             return {c.path: c for c in known[1] if whole_tree or c.path.split("/", 1)[0] in CONTENT_FOLDERS}
+        if old is not None:
+            near = self._near_diff(old, new, whole_tree)
+            if near is not None:
+                return near
         args = ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new]
         if not whole_tree:
             args += ["--", *CONTENT_FOLDERS]
         return {c.path: c for c in readers.raw_changes(self._run(*args).split(b"\0"))}
+
+    def _near_diff(self, old: str, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
+        """``diff_tree`` read in process (``tree_diff``); None when git has to answer."""
+        return tree_diff(self._objects, old, new, whole_tree)
 
     def changes(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
         """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
@@ -124,6 +189,12 @@ class CommitLog:
         shas = [sha for sha in shas if sha not in found]
         if not shas:
             return found
+        if len(shas) <= NEAR_BLOBS:   # through the object reader's long-running git (no process started)
+            for sha in shas:
+                data = self.read_object(sha)
+                if data is not None:
+                    found[sha] = data
+            return found
         out = self._run("cat-file", "--batch", input=("\n".join(shas) + "\n").encode())
         return {**found, **readers.cat_file_batch(out, shas)}
 
@@ -134,7 +205,12 @@ class CommitLog:
         with self._recent_lock:
             found = {sha: len(self._recent_blobs[sha]) for sha in shas if sha in self._recent_blobs}
         shas = [sha for sha in shas if sha not in found]
-        if shas:
+        if 0 < len(shas) <= NEAR_BLOBS:
+            for sha in shas:
+                size = self._objects.size(sha)
+                if size is not None:
+                    found[sha] = size
+        elif shas:
             out = self._run("cat-file", "--batch-check", input=("\n".join(shas) + "\n").encode())
             found.update(readers.cat_file_batch_check(out))
         return found
@@ -209,6 +285,10 @@ class CommitLog:
             paths = sorted(paths)
             if not paths:
                 return {}
+        if since:
+            near = self._near_change_dates(head, since, set(paths) if paths is not None else None)
+            if near is not None:
+                return near
         limit = paths if paths is not None and len(paths) <= MAX_PATH_ARGUMENTS else CONTENT_FOLDERS
         out = self._run("-c", "core.quotepath=off", "log", "--no-renames", "--diff-filter=AM", "--name-only",
                         "--format=%x00%ct %ae", span, "--", *limit).decode("utf-8", "replace")
@@ -220,6 +300,37 @@ class CommitLog:
             when = int(when or 0)
             for path in lines[1:]:
                 if not path or (wanted is not None and path not in wanted):
+                    continue
+                seen = found.get(path)
+                found[path] = FileDates(seen.changed, when, email, False) if seen else FileDates(when, when, email, True)
+        return found
+
+    def _near_change_dates(self, head: str, since: str, wanted: set | None) -> dict[str, "FileDates"] | None:
+        """``change_dates`` read in process when ``head`` is at most NEAR_COMMITS commits of one
+        parent each on top of ``since`` (the commits another process of the service wrote), each
+        one's changes read as ``diff_tree`` reads them; None otherwise (then ``git log`` answers)."""
+        chain = []
+        commit = head
+        while commit != since:
+            facts = self.commit_facts(commit) if len(chain) < NEAR_COMMITS else None
+            if facts is None or len(facts[0]) != 1:
+                return None
+            chain.append((commit, facts))
+            commit = facts[0][0]
+        found: dict[str, FileDates] = {}
+        for commit, (parents, when, email) in chain:   # newest first, as git log walks them
+            with self._recent_lock:
+                known = self._recent.get(commit)
+            if known is not None and known[0] == parents[0]:
+                changes = [c for c in known[1] if c.path.split("/", 1)[0] in CONTENT_FOLDERS]
+            else:
+                near = self._near_diff(parents[0], commit, whole_tree=False)
+                if near is None:
+                    return None
+                changes = list(near.values())
+            for change in changes:
+                path = change.path
+                if change.status not in ("A", "M") or (wanted is not None and path not in wanted):
                     continue
                 seen = found.get(path)
                 found[path] = FileDates(seen.changed, when, email, False) if seen else FileDates(when, when, email, True)

@@ -251,6 +251,14 @@ class ObjectStore:
         with self._io:
             return self._open().odb.stream(sha).read()
 
+    def size(self, sha: str) -> int | None:
+        """The size of the object ``sha`` (hex id) without reading it; None when it does not exist."""
+        try:
+            with self._io:
+                return self._open().odb.info(bytes.fromhex(sha)).size
+        except Exception:   # a missing object surfaces differently across GitPython versions
+            return None
+
     def read_tree(self, sha: bytes) -> bytes:
         """The content of the tree ``sha``; ValueError when the object is of another type."""
         with self._io:

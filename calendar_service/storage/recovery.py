@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -34,10 +35,10 @@ STALE_LOCK_SECONDS = 30
 # converts an existing index file (one call each, version first: git 2.39 given both at once
 # changes the version without splitting).
 INDEX_SETTINGS = {"index.version": ("4", ("--index-version", "4")), "core.splitIndex": ("true", ("--split-index",))}
-# a process keeps the write lock at most this long while another process waits for it
-# (``SharedFlock``), then lets it in after a pause for the waiter to take it
-MAX_HOLD_SECONDS = 0.25
-YIELD_PAUSE_SECONDS = 0.002
+# a thread of a process that let a waiting process in takes the flock again once that process
+# holds it (it stops saying it waits), or after this long at most (that process may be slow to run)
+HANDOVER_SECONDS = 0.05
+HANDOVER_POLL_SECONDS = 0.001
 WORKTREE_TEMP_PREFIX = ".tmp-"   # the temporary files of a working-tree write, next to the record files
 
 
@@ -67,33 +68,38 @@ class SharedFlock:
     another process waits until the last share is released. Threads of this process serialize
     among themselves by other means.
 
-    A process whose writers follow one another without a break would keep the lock for good; so
-    a process waiting for it says so (a shared ``flock`` on ``path.wanted``), and past
-    MAX_HOLD_SECONDS of holding, new shares wait until this process has let go once."""
+    Turns between processes: a process waiting for the flock says so (a shared ``flock`` on
+    ``path.wanted``). The threads of the holding process that were already waiting when it took
+    the flock join its shares (one batch: a group commit); a thread that comes later joins only
+    while no other process waits. Otherwise it waits until this process let go, and until the
+    waiting process holds the flock (it stops saying it waits, at most HANDOVER_SECONDS), then
+    waits for the flock in its turn. So a write of one process waits for at most the batch the
+    other process is writing, never for a stream of them."""
 
-    def __init__(self, path: Path, max_hold: float = MAX_HOLD_SECONDS):
+    def __init__(self, path: Path):
         self.path = path
         self.wanted = path.with_name(path.name + ".wanted")
-        self.max_hold = max_hold
         self._shares = 0
         self._fd: int | None = None
-        self._since = 0.0                    # when this process took the flock (or last found nobody waiting)
+        self._tickets = itertools.count(1)   # each acquire's place in the order of arrival
+        self._admitted = 0                   # the tickets taken before this process took the flock
         self._yielding = False               # new shares wait until the flock was let go
         self._changed = threading.Condition(threading.Lock())
         self._mine = threading.local()       # shares this thread holds (a nested share never waits)
 
     def acquire(self) -> None:
+        ticket = next(self._tickets)
         with self._changed:
             mine = getattr(self._mine, "shares", 0)
-            if not mine and self._shares and time.monotonic() - self._since > self.max_hold:
-                self._yielding = self._yielding or self._someone_waits()
-                self._since = time.monotonic()
-            if not mine and self._yielding:
+            late = not mine and ticket > self._admitted
+            if late and self._shares and not self._yielding:
+                self._yielding = self._someone_waits()
+            if late and self._yielding:
                 self._changed.wait_for(lambda: not self._yielding)
-                self._changed.wait(YIELD_PAUSE_SECONDS)   # the other process's flock call goes first
+                self._hand_over()
             if self._shares == 0:   # waiting here for another process, while no thread of ours holds it
                 self._fd = self._lock_waiting()
-                self._since = time.monotonic()
+                self._admitted = next(self._tickets)
             self._shares += 1
             self._mine.shares = mine + 1
 
@@ -107,6 +113,14 @@ class SharedFlock:
                 os.close(fd)
                 self._yielding = False
                 self._changed.notify_all()
+
+    def _hand_over(self) -> None:
+        """After letting go for a waiting process: until it holds the flock (no process says it
+        waits any more), at most HANDOVER_SECONDS. Without this pause the flock, free for the
+        moment the waiter takes to be woken, could be taken again here at once."""
+        deadline = time.monotonic() + HANDOVER_SECONDS
+        while self._shares == 0 and self._someone_waits() and time.monotonic() < deadline:
+            self._changed.wait(HANDOVER_POLL_SECONDS)
 
     def _lock_waiting(self) -> int:
         """The flock taken, saying so in ``wanted`` while it has to wait for another process."""
