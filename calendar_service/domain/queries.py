@@ -386,6 +386,9 @@ def linked(snapshot: Snapshot, resource: Resource, q: LinkedQuery, user: User | 
             fields = [str(record.data.get(k) or "").lower() for k in LINKED_SEARCH_KEYS[resource.name]]
             if not any(all(w in f for w in words) for f in fields):
                 continue
+        if q.event is None and q.has_events is None and not q.only_with_upcoming:
+            selected.append(record)   # no filter needs its events (looking them up is most of a big list's time)
+            continue
         events = snapshot.events_referencing(key, record)
         if q.event is not None and not any(e.id == q.event for e in events):
             continue
