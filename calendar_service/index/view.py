@@ -33,7 +33,7 @@ from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
 from calendar_service.index import whoosh_internals
 from calendar_service.index.schema import SERIES_FLAG, rid_of_path
-from calendar_service.index.windowed import WINDOW_BLOCK, DocnumSets, Window, leaf_posting_blocks, segment_sets
+from calendar_service.index.windowed import DocnumSets, Window, leaf_posting_blocks, segment_sets
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -145,7 +145,7 @@ class BaseView(DocnumSets):
         # position -> docnum (a series' for its occurrences); the events' docnums by block of
         # positions, for a window's docnums (``Window``)
         self._docnum_of = array("I", docs)
-        self._blocks = [BitMap(self._docnum_of[i:i + WINDOW_BLOCK]) for i in range(0, size, WINDOW_BLOCK)]
+        self._blocks = self.docnum_blocks()
         self.slot = dict(zip(rids, range(size)))        # served id -> position
         # Whoosh docnum -> position; deleted documents (postings still name them) and series
         # (their occurrences are in ``members``) -> self.size

@@ -114,17 +114,23 @@ class DocnumSets:
         whole, the ends position by position."""
         if lo >= hi:
             return BitMap()
-        first, last = -(-lo // WINDOW_BLOCK), hi // WINDOW_BLOCK
+        block = self._block
+        first, last = -(-lo // block), hi // block
         if first >= last:
             parts = [BitMap(self._docnum_of[lo:hi])]
         else:
             parts = self._blocks[first:last]
-            if lo < first * WINDOW_BLOCK:
-                parts.append(BitMap(self._docnum_of[lo:first * WINDOW_BLOCK]))
-            if last * WINDOW_BLOCK < hi:
-                parts.append(BitMap(self._docnum_of[last * WINDOW_BLOCK:hi]))
+            if lo < first * block:
+                parts.append(BitMap(self._docnum_of[lo:first * block]))
+            if last * block < hi:
+                parts.append(BitMap(self._docnum_of[last * block:hi]))
         found = BitMap.union(BitMap(), *parts)
         return found - self._series_docs if self._series_docs else found
+
+    def docnum_blocks(self) -> list[BitMap]:
+        """The docnums at each block of WINDOW_BLOCK positions (a series' among them too)."""
+        docnums, self._block = self._docnum_of, WINDOW_BLOCK
+        return [BitMap(docnums[i:i + WINDOW_BLOCK]) for i in range(0, len(docnums), WINDOW_BLOCK)]
 
     @property
     def position_list(self) -> list:
@@ -134,10 +140,11 @@ class DocnumSets:
     def parts_of(self, lo: int, hi: int):
         """The docnums of the events (not the series) at positions [lo, hi), in order of
         position, a block of positions at most each."""
+        block = self._block
         while lo < hi:
-            end = min(hi, (lo // WINDOW_BLOCK + 1) * WINDOW_BLOCK)
-            if lo % WINDOW_BLOCK == 0 and end - lo == WINDOW_BLOCK:
-                found = self._blocks[lo // WINDOW_BLOCK]
+            end = min(hi, (lo // block + 1) * block)
+            if lo % block == 0 and end - lo == block and lo // block < len(self._blocks):
+                found = self._blocks[lo // block]
             else:
                 found = BitMap(self._docnum_of[lo:end])
                 if self._series_docs:
