@@ -100,11 +100,20 @@ class SegmentSets:
         if found is None:
             return None
         offset, length = found
-        with self._lock:
-            self._handle.seek(self._start + offset)
-            data = self._handle.read(length)
-        return BitMap.deserialize(data)
+        try:
+            with self._lock:
+                self._handle.seek(self._start + offset)
+                data = self._handle.read(length)
+        except (OSError, ValueError):   # closed with its base: the caller's reader says so (ReaderClosed)
+            return None
+        if len(data) != length:   # closed (a closed part reads nothing) or cut short: the postings answer
+            return None
+        try:
+            return BitMap.deserialize(data)
+        except (ValueError, IndexError) as exc:
+            log.warning("a term set of %s in %s does not read (%s): decoding its postings", term, field, exc)
+            return None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(Exception):
             self._handle.close()
