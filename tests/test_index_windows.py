@@ -152,3 +152,19 @@ def test_term_sets_of_another_version_are_not_read(small_limits, make_app, repo,
     for _ in range(30):
         _same(indexed, scanned, _window(rng, cats, tags))
     assert all(sets is None for _leaf, _offset, sets in again.extensions["calendar"].index._view.base._leaves)
+
+
+def test_a_retired_base_says_its_reader_is_closed(small_limits, make_app, repo):
+    """A list still reading a base that was closed (retired) gets Whoosh's ReaderClosed, which
+    reads the generation again, never another error (which would rebuild the index)."""
+    from whoosh.reading import ReaderClosed
+
+    app = make_app()
+    _content, _cats, _tags = _calendar(random.Random(11), repo)
+    svc = app.extensions["calendar"]
+    settle(svc, Client(app.test_client(), None), repo)
+    base = svc.index._view.base
+    assert any(sets is not None for _leaf, _offset, sets in base._leaves)
+    base.close()
+    with pytest.raises(ReaderClosed):
+        base.docnums("status", "publish")
