@@ -44,7 +44,11 @@ def write(segment, storage, postings: dict) -> None:
         for term, entries in (terms or {}).items():
             if len(entries) < MIN_POSTINGS:
                 continue
-            data = BitMap(e if type(e) is int else e[0] for e in entries).serialize()
+            try:   # docnums (a list read in C), or (docnum, count) among them for a repeated word
+                found = BitMap(entries)
+            except TypeError:
+                found = BitMap(e if type(e) is int else e[0] for e in entries)
+            data = found.serialize()
             table[(field, term)] = (offset, len(data))
             chunks.append(data)
             offset += len(data)
