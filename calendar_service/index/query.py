@@ -18,6 +18,7 @@ from calendar_service.domain.recurrence.ids import ID_BASE, MINUTE_BITS
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, ref_term
 from calendar_service.index.view import BaseView, ExtraDoc, IndexView, bound_range
+from calendar_service.index.windowed import Window
 
 # Reference filters: (index field, query attribute, resource the ids name).
 REFERENCE_FILTERS = (("categories", "categories", "categories"), ("tags", "tags", "tags"),
@@ -31,14 +32,22 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
     if q.ticketed:
         return Page([], 0, q.page, q.per_page)
     base = view.base
-    matched, extra = _matching(view, snapshot, q, user)
     first = (q.page - 1) * q.per_page
     if q.include is not None:
+        matched, extra = _matching(view, snapshot, q, user)
         return _included(view, snapshot, q, matched, extra, first)
-    lo, hi = _start_window(base.starts, q)
+    emin, emax = bound_range(q)
+    lo, hi = _end_window(base, *_start_window(base.starts, q), emin, emax)
+    window = base.window(lo, hi)
+    if window is not None:
+        page = _page_within(view, snapshot, q, user, window, emin, emax)
+        if page is not None:
+            return page
+    # the terms are matched within the start window when it is narrow (their sets are then
+    # exact within it only: everything below keeps to it)
+    matched, extra = _matching(view, snapshot, q, user, window)
     if lo > 0 or hi < base.size:
         matched = matched & BitMap(range(lo, hi)) if lo < hi else BitMap()
-    emin, emax = bound_range(q)
     if (emin is not None or emax is not None) and matched:
         matched = base.end_filter(matched, emin, emax)
     if extra:
@@ -48,6 +57,55 @@ def events(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> Page | N
         return _files_page(snapshot, q, _file_ids(base, matched, extra), total)
     rids = _page_rids(base, matched, extra, first, min(first + q.per_page, total))
     return _page(view, snapshot, q, rids, total)
+
+
+def _page_within(view: IndexView, snapshot: Snapshot, q: EventQuery, user, window: Window, emin, emax) -> Page | None:
+    """A list of the base alone (no changed events, no series) in a narrow window, by its
+    filters' docnums: the total counted a block of positions at a time, only the page's matches
+    (and those near the window's ends, which the end bounds may refuse) placed; None when the
+    list needs the general path (changed events, series, protected events and a search, the
+    filters on parent, featured or owner, files)."""
+    base = view.base
+    if (view.extra or view.dead or base.owned or q.files or q.post_parent is not None or q.featured is not None
+            or q.owner is not None or (q.search and snapshot.protected_events())):
+        return None
+    sets = [base.visible_docnums(q.statuses, user)]
+    for field, attribute, target in REFERENCE_FILTERS:
+        wanted = getattr(q, attribute)
+        if wanted is not None:
+            terms = _ref_terms(snapshot, target, wanted)
+            sets.append(BitMap.union(BitMap(), *(base.docnums(field, term) for term in terms)))
+    if q.search:
+        found = base.search_docnums(q.search)
+        if found is not None:
+            sets.append(found)
+    matched = BitMap.intersection(*sets) if len(sets) > 1 else sets[0]
+    lo, hi = window.lo, window.hi
+    sure_lo, sure_hi = lo, hi   # the starts whose events pass the end bounds whatever their durations
+    if base.classes:
+        shortest, longest = base.classes[0][0], base.classes[-1][1]
+        if emin is not None:
+            sure_lo = min(hi, max(lo, bisect.bisect_left(base.starts, emin - shortest)))
+        if emax is not None:
+            sure_hi = max(sure_lo, min(hi, bisect.bisect_right(base.starts, emax - longest)))
+    first = (q.page - 1) * q.per_page
+    want = first + q.per_page
+    pos, ends, rank, out = base.position_list, base.ends, 0, []
+    for a, b, sure in ((lo, sure_lo, False), (sure_lo, sure_hi, True), (sure_hi, hi, False)):
+        for docnums in base.parts_of(a, b):
+            if sure:
+                count = matched.intersection_cardinality(docnums)
+                if not (first < rank + count and rank < want):
+                    rank += count
+                    continue
+            placed = sorted(map(pos.__getitem__, matched & docnums))
+            if not sure:
+                placed = [p for p in placed if (emin is None or ends[p] >= emin) and (emax is None or ends[p] <= emax)]
+            if first < rank + len(placed) and rank < want:
+                out.extend(placed[max(0, first - rank):want - rank])
+            rank += len(placed)
+    rids = base.rids
+    return _page(view, snapshot, q, [rids[p] for p in out], rank)
 
 
 def _page(view: IndexView, snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
@@ -107,8 +165,10 @@ def _included(view: IndexView, snapshot: Snapshot, q: EventQuery, matched: BitMa
     return _page(view, snapshot, q, [rid for _, rid in found[first:first + q.per_page]], len(found))
 
 
-def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple[BitMap, list[ExtraDoc]]:
-    """The base positions and the changed events every filter but the date bounds lets through."""
+def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user, window: Window | None = None) \
+        -> tuple[BitMap, list[ExtraDoc]]:
+    """The base positions and the changed events every filter but the date bounds lets through
+    (with a ``window``: the base positions within it; outside it, some may be missing)."""
     base = view.base
     sets = [base.visible(q.statuses, user)]
     ref_terms = {}
@@ -116,10 +176,10 @@ def _matching(view: IndexView, snapshot: Snapshot, q: EventQuery, user) -> tuple
         wanted = getattr(q, attribute)
         if wanted is not None:
             ref_terms[field] = terms = _ref_terms(snapshot, target, wanted)
-            sets.append(base.any_of(field, terms))
+            sets.append(base.any_of(field, terms, window))
     words = search_words(q.search) if q.search else None
     if q.search:
-        sets.append(base.search(q.search))
+        sets.append(base.search(q.search, window))
     if q.post_parent is not None:
         sets.append(base.docs("parent", str(q.post_parent)))
     if q.featured:
@@ -206,6 +266,20 @@ def _start_window(starts: list, q: EventQuery) -> tuple[int, int]:
         lo = max(lo, bisect.bisect_right(starts, q.starts_after.timestamp()))
     if q.starts_before is not None:
         hi = min(hi, bisect.bisect_left(starts, q.starts_before.timestamp()))
+    return lo, hi
+
+
+def _end_window(base: BaseView, lo: int, hi: int, emin: int | None, emax: int | None) -> tuple[int, int]:
+    """The start window narrowed by the end bounds: an event lasting at least the base's
+    shortest duration and at most its longest ends after ``emax`` if it starts after ``emax``
+    less the shortest, and before ``emin`` if it starts before ``emin`` less the longest (a list
+    from one day to another is a window of starts, not every start from the first day on)."""
+    if base.classes:
+        shortest, longest = base.classes[0][0], base.classes[-1][1]
+        if emax is not None:
+            hi = min(hi, bisect.bisect_right(base.starts, emax - shortest))
+        if emin is not None:
+            lo = max(lo, bisect.bisect_left(base.starts, emin - longest))
     return lo, hi
 
 

@@ -21,8 +21,9 @@ from calendar_service.domain.recurrence.record import series_of
 from calendar_service.domain.snapshot import ref_term
 
 # Raised whenever the schema, the meaning of a field or the way segments are written changes: an
-# index of another version is rebuilt (5: no stored fields; a rebuild keeps few-posting terms inline).
-SCHEMA_VERSION = 5
+# index of another version is rebuilt (5: no stored fields; a rebuild keeps few-posting terms inline;
+# 6: a rebuild's segments keep their frequent terms' sets, ``term_sets``).
+SCHEMA_VERSION = 6
 # Whoosh's typecode for a column of signed 64-bit integers (ids and epoch seconds).
 INT64 = "q"
 UNIX = datetime(1970, 1, 1)

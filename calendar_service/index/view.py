@@ -22,17 +22,18 @@ import bisect
 import contextlib
 import math
 import threading
+from array import array
 from collections import Counter
-from operator import itemgetter, sub
+from operator import sub
 
 from pyroaring import BitMap
-from whoosh.reading import TermNotFound
 
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
 from calendar_service.index import whoosh_internals
 from calendar_service.index.schema import SERIES_FLAG, rid_of_path
+from calendar_service.index.windowed import DocnumSets, Window, leaf_posting_blocks, segment_sets
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -85,12 +86,7 @@ def posting_ids(reader, field: str, term: str) -> list[int]:
     position), a block at a time where ``whoosh_internals.posting_blocks`` reads them."""
     out: list[int] = []
     for leaf, offset in reader.leaf_readers():
-        try:
-            matcher = leaf.postings(field, term)
-        except TermNotFound:
-            continue
-        blocks = whoosh_internals.posting_blocks(matcher)
-        for ids in blocks if blocks is not None else (matcher.all_ids(),):
+        for ids in leaf_posting_blocks(leaf, field, term):
             out.extend(ids if not offset else map(offset.__add__, ids))
     return out
 
@@ -111,7 +107,7 @@ def duration_class(duration: int) -> int:
     return duration.bit_length() if duration >= 0 else -(-duration).bit_length() - 1
 
 
-class BaseView:
+class BaseView(DocnumSets):
     """Every event of one Whoosh generation, by position in list order (immutable once read)."""
 
     def __init__(self, ix, commit: str, expand=None, horizon=None):
@@ -146,6 +142,10 @@ class BaseView:
                                                    for column in (starts, pubs, rids, docs))
         rids = self.rids
         self.ends = list(map(end.__getitem__, docs))
+        # position -> docnum (a series' for its occurrences); the events' docnums by block of
+        # positions, for a window's docnums (``Window``)
+        self._docnum_of = array("I", docs)
+        self._blocks = self.docnum_blocks()
         self.slot = dict(zip(rids, range(size)))        # served id -> position
         # Whoosh docnum -> position; deleted documents (postings still name them) and series
         # (their occurrences are in ``members``) -> self.size
@@ -170,6 +170,9 @@ class BaseView:
             else:
                 self.members.setdefault(d, BitMap()).add(i)
         self._series_docs = BitMap(series_docs)
+        if series_docs:
+            self._blocks = [block - self._series_docs for block in self._blocks]
+        self._leaves = [(leaf, offset, segment_sets(leaf)) for leaf, offset in reader.leaf_readers()]
         self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
         self.all = BitMap(range(size))
         # duration classes: (shortest, longest duration, positions), longest class last
@@ -187,6 +190,8 @@ class BaseView:
         self._visible: dict = {}
         self._sets: dict[tuple[str, str], BitMap] = {}
         self._searches: dict[str, BitMap] = {}
+        self._docnums: dict[tuple[str, str], BitMap] = {}
+        self._docnum_bytes = 0
         self._lock = threading.Lock()
 
     def positions_of(self, rid: int) -> BitMap | None:
@@ -200,6 +205,9 @@ class BaseView:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.searcher.close()
+        for _leaf, _offset, sets in self._leaves:
+            if sets is not None:
+                sets.close()
 
     def rid_of_path(self, path: str) -> int | None:
         """The id of the event the file at ``path`` held in this base, if any."""
@@ -226,27 +234,26 @@ class BaseView:
         key = (field, term)
         found = self._sets.get(key)
         if found is None:
-            docnums = posting_ids(self.reader, field, term)
-            found = BitMap(itemgetter(*docnums)(self._pos)) if len(docnums) > 1 else \
-                BitMap([self._pos[d] for d in docnums])
+            docnums = self._term_docnums(field, term)
+            found = self._positions(docnums)
             found.discard(self.size)
             if self.owned:
-                found = self._with_occurrences(found, docnums, field, term)
+                found = BitMap.union(found, *self._occurrences(docnums, field, (term,)))
             self._remember(self._sets, MAX_SETS, key, found)
         return found
 
-    def _with_occurrences(self, found: BitMap, docnums, field: str, term: str) -> BitMap:
-        """``found`` plus the occurrences of the series among ``docnums`` and the occurrences
-        with their own documents that carry ``term``; ``parent`` is each occurrence's own."""
+    def _occurrences(self, docnums: BitMap, field: str, terms) -> list[BitMap]:
+        """The occurrences of the series among ``docnums`` and the occurrences with their own
+        documents that carry one of ``terms``; ``parent`` is each occurrence's own."""
         if field == "parent":
-            return found | self.parents.get(term, BitMap())
+            return [self.parents[term] for term in terms if term in self.parents]
         members = self.members
         # one union of every part: a term a thousand series carry is one call, not a thousand
-        parts = [members[d] for d in self._series_docs & BitMap(docnums) if d in members]
-        extra = [p for p, x in self.special.items() if x.has(field, term)]
+        parts = [members[d] for d in self._series_docs & docnums if d in members]
+        extra = [p for p, x in self.special.items() if any(x.has(field, term) for term in terms)]
         if extra:
             parts.append(BitMap(extra))
-        return BitMap.union(found, *parts) if parts else found
+        return parts
 
     def visible(self, statuses, user) -> BitMap:
         """Events of these statuses that ``user`` may list, hidden ones left out (cached)."""
@@ -268,12 +275,21 @@ class BaseView:
                 docs |= self.docs("status", status) & self.docs("author", str(user.id))
         return docs
 
-    def any_of(self, field: str, terms) -> BitMap:
+    def any_of(self, field: str, terms, window: Window | None = None) -> BitMap:
+        """Events carrying one of ``terms``; with a ``window``, only those within it are sure
+        to be there (the caller keeps the window's), unless every term's set is kept already."""
+        if window is not None and not all((field, term) in self._sets for term in terms):
+            docnums = BitMap.union(BitMap(), *(self.docnums(field, term) for term in terms))
+            found = self.within(docnums, window)
+            return BitMap.union(found, *self._occurrences(docnums, field, terms)) if self.owned else found
         return BitMap.union(BitMap(), *(self.docs(field, term) for term in terms))
 
-    def search(self, text: str) -> BitMap:
-        """Events whose title, excerpt or description contain every word (stemmed, or as a prefix)."""
+    def search(self, text: str, window: Window | None = None) -> BitMap:
+        """Events whose title, excerpt or description contain every word (stemmed, or as a
+        prefix); with a ``window``, as ``any_of``."""
         found = self._searches.get(text)
+        if found is None and window is not None:
+            return self._search_within(text, window)
         if found is None:
             words = search_words(text)
             if not words:
@@ -398,7 +414,7 @@ class IndexView:
     def close(self) -> None:
         self.base.close()
 
-    def advanced(self, snapshot, paths, document) -> "IndexView":
+    def advanced(self, snapshot, paths, document) -> IndexView:
         """The generation for ``snapshot``, whose event files ``paths`` changed since this one.
 
         Every id the changed files held or hold is taken out of the base and, when the snapshot

@@ -15,7 +15,7 @@ from collections import defaultdict
 from whoosh import columns, formats
 from whoosh.analysis import CompositeAnalyzer, IDTokenizer, RegexTokenizer, StripFilter
 
-from calendar_service.index import whoosh_internals
+from calendar_service.index import term_sets, whoosh_internals
 from calendar_service.index.whoosh_internals import BULK_WRITING, REMEMBERED_COLUMNS
 
 # A term with at most this many postings keeps them in its row of the term table (Whoosh's
@@ -66,7 +66,8 @@ class BulkSegmentWriter(whoosh_internals.SegmentWriter):
     writer. A term with at most INLINE_POSTINGS postings is written inline in its term table
     row instead (Whoosh's own inlined terminfo: what a reader decodes is the same). Numeric
     columns are gathered per field and packed at commit in one call, as Whoosh would have
-    written them value by value. Only untokenised IDs and regex-split keywords (formats
+    written them value by value. Beside the segment, the sets of its frequent terms
+    (``term_sets``), which a reader takes without decoding postings. Only untokenised IDs and regex-split keywords (formats
     Existence and Frequency, not scorable, without vectors or spelling, no boosts) are handled:
     ``open_rebuild_writer`` gives a plain writer for any other schema.
     """
@@ -141,6 +142,7 @@ class BulkSegmentWriter(whoosh_internals.SegmentWriter):
         self.perdocwriter.close()
         counted = {name: plan[2] for name, plan in self._plan.items()}
         whoosh_internals.write_postings(self, self._postings, counted, BLOCK_POSTINGS, INLINE_POSTINGS)
+        term_sets.write(self.get_segment(), self.storage, self._postings)
         self._postings = {}
 
 
