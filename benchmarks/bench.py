@@ -97,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", action="store_true", help="cProfile the slowest list request of each size")
     parser.add_argument("--phase", choices=("build", "serve"), help=argparse.SUPPRESS)
     parser.add_argument("--phase-config", help=argparse.SUPPRESS)
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: serve a size's repository a previous --keep run left in OUT/work-SIZE "
+                             "instead of building it again (a 1,000,000-event build takes most of an hour)")
     parser.add_argument("--phase-out", help=argparse.SUPPRESS)
     return parser
 
@@ -116,7 +119,9 @@ def _run_phase_here(options) -> int:
 def _run_size(size: int, options, today: date, out: Path) -> dict:
     """Both phases of one size in a working directory of their own."""
     work = out / f"work-{size}" if options.keep else Path(tempfile.mkdtemp(prefix=f"calendar-bench-{size}-"))
-    if options.keep and work.exists():
+    built = work / "build-result.json"
+    reuse = options.keep and options.reuse and built.exists()
+    if options.keep and work.exists() and not reuse:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     say(f"== size {size}: working in {work}")
@@ -126,7 +131,11 @@ def _run_size(size: int, options, today: date, out: Path) -> dict:
            "series": options.series}
     entry: dict = {"seed": options.seed}
     try:
-        entry["build"] = run_phase("build", cfg, work)
+        if reuse:   # the repository a previous run kept (its writes included): the serve phase only
+            say(f"size {size}: reusing the build kept in {work}")
+            entry["build"] = json.loads(built.read_text())
+        else:
+            entry["build"] = run_phase("build", cfg, work)
         entry["serve"] = run_phase("serve", {**cfg, "meta": entry["build"]["meta"]}, work)
     except Exception as exc:
         entry["error"] = str(exc)

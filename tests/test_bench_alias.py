@@ -32,3 +32,25 @@ def test_without_the_benchmarks_folder_the_alias_says_why_and_fails(tmp_path):
     assert done.returncode == 2
     assert "benchmarks/" in done.stderr and "checkout" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_reuse_serves_the_kept_repository_without_building_it_again(tmp_path):
+    args = ("--sizes", "120", "--repeat", "5", "--budget", "0.5", "--keep", "--out", str(tmp_path / "out"))
+    first = subprocess.run([sys.executable, "-m", "benchmarks.bench", *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    content = tmp_path / "out" / "work-120" / "content"
+    root_commit = subprocess.run(["git", "-C", str(content), "rev-list", "--max-parents=0", "HEAD"],
+                                 capture_output=True, text=True).stdout
+    commits = int(subprocess.run(["git", "-C", str(content), "rev-list", "--count", "HEAD"],
+                                 capture_output=True, text=True).stdout)
+    second = subprocess.run([sys.executable, "-m", "benchmarks.bench", *args, "--reuse"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "reusing the build kept in" in second.stderr + second.stdout
+    assert "targets for 10,000 events (this run: 120)" in second.stdout
+    # the same repository, served again: its history goes on from the first run's writes
+    assert subprocess.run(["git", "-C", str(content), "rev-list", "--max-parents=0", "HEAD"],
+                          capture_output=True, text=True).stdout == root_commit
+    assert int(subprocess.run(["git", "-C", str(content), "rev-list", "--count", "HEAD"],
+                              capture_output=True, text=True).stdout) > commits
