@@ -66,8 +66,10 @@ def test_writes_derive_generations_then_a_new_base_is_read(make_app, repo, admin
             view = svc.index._view
             assert view is not None and view.commit == repo.head()   # answered at once, from the index
     # the changes piled up to REBASE_EXTRA: a new base was read in the background
+    # (read in the background: the next lists after it is read take it, so wait for that, listing)
     wait_for(lambda: (svc.index.state() or {}).get("commit") == repo.head())
-    assert svc.index._view.base is not base and len(svc.index._view.extra) < search.REBASE_EXTRA
+    wait_for(lambda: listed(anon, {}) and svc.index._view.base is not base
+             and len(svc.index._view.extra) < search.REBASE_EXTRA)
     for params in queries:
         assert listed(anon, params) == listed(scan, params), params
     assert svc.index._view.commit == repo.head()
