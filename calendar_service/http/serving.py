@@ -12,8 +12,6 @@ and processes it starts there would not exist in the workers, or be shared by al
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import logging
 import time
@@ -36,19 +34,7 @@ def on_starting(server=None) -> int:
     gc.collect()
     gc.freeze()
     memory.give_back()   # the load's freed heap space, which the workers would otherwise inherit
-    _release_free_memory()
     message = "loaded %d files for the workers in %.2f s"
     (server.log.info if server is not None else log.info)(message, files, time.monotonic() - started)
     return files
 
-
-def _release_free_memory() -> None:
-    """Give the heap pages the load used and freed back to the system (glibc's ``malloc_trim``):
-    the master keeps them otherwise, resident and counted, though nothing uses them."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        libc.mallopt(-8, 2)   # M_ARENA_MAX
-        libc.malloc_trim(0)
-    except (OSError, AttributeError, TypeError):   # not glibc: nothing to do
-        pass

@@ -94,8 +94,8 @@ def preload(settings: Settings) -> int:
         catalog = _catalog(store, settings, accounts)
         files = len(catalog.current().files)
         catalog.wait_for_cache()
-    except (StoreError, OSError) as exc:
-        log.warning("could not load the records before starting the workers (each loads its own): %s", exc)
+    except Exception:   # never what stops the server from starting: each worker then loads its own
+        log.exception("could not load the records before starting the workers (each loads its own)")
         return 0
     finally:
         store.close()
