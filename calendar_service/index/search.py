@@ -66,6 +66,17 @@ EXPECTED = ("no index state", "index schema", "site time zone", "the index state
             "asked for", "most events changed")
 
 
+def import_searching() -> None:
+    """Import the parts of Whoosh that a first search, list or reading of a base imports on its
+    way (a serving master imports them once, so its workers share them: ``build.preload``)."""
+    import whoosh.classify  # noqa: F401
+    import whoosh.highlight  # noqa: F401
+    import whoosh.lang.morph_en  # noqa: F401
+    import whoosh.query  # noqa: F401
+    import whoosh.scoring  # noqa: F401
+    import whoosh.searching  # noqa: F401
+
+
 def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
     """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
     or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""

@@ -16,6 +16,7 @@ from calendar_service.auth.limits import Limits
 from calendar_service.config import Settings
 from calendar_service.domain import file_limits
 from calendar_service.domain.recurrence import limits as recurrence_limits
+from calendar_service.index import search
 from calendar_service.index.search import SearchIndex
 from calendar_service.service import sample
 from calendar_service.service.calendar import CalendarService
@@ -86,6 +87,7 @@ def preload(settings: Settings) -> int:
     when this returns (a fork takes neither along). Without a repository, or when it cannot be
     read, nothing is kept and the workers load as usual. Returns the number of files loaded."""
     configure_limits(settings)
+    search.import_searching()
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
     try:
         if not store.exists() or store.head() is None:
