@@ -33,7 +33,7 @@ from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
 from calendar_service.index import whoosh_internals
 from calendar_service.index.schema import SERIES_FLAG, rid_of_path
-from calendar_service.index.windowed import DocnumSets, Window, leaf_posting_blocks, segment_sets
+from calendar_service.index.windowed import DocnumSets, Window, leaf_posting_blocks, segment_sets, status_sets
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -290,20 +290,9 @@ class BaseView(DocnumSets):
         key = (tuple(statuses), permissions.viewer(user))
         found = self._visible.get(key)
         if found is None:
-            found = self._status_docs(statuses, user) - self.docs("flags", "hide_from_listings")
+            found = status_sets(self.docs, statuses, user) - self.docs("flags", "hide_from_listings")
             self._remember(self._visible, MAX_VISIBLE_SETS, key, found)
         return found
-
-    def _status_docs(self, statuses, user) -> BitMap:
-        """The events of each status ``user`` may see (``permissions.status_scope``)."""
-        docs = BitMap()
-        for status in statuses:
-            scope = permissions.status_scope(user, status)
-            if scope == permissions.ALL:
-                docs |= self.docs("status", status)
-            elif scope == permissions.OWN:
-                docs |= self.docs("status", status) & self.docs("author", str(user.id))
-        return docs
 
     def any_of(self, field: str, terms, window: Window | None = None) -> BitMap:
         """Events carrying one of ``terms``; with a ``window``, only those within it are sure

@@ -61,6 +61,19 @@ class Window:
         return self.base.window_docnums(self.lo, self.hi)
 
 
+def status_sets(term_set, statuses, user) -> BitMap:
+    """The union of ``term_set(field, term)`` (positions or docnums) over the events of each
+    status ``user`` may see (``permissions.status_scope``): every one, or only the user's own."""
+    found = BitMap()
+    for status in statuses:
+        scope = permissions.status_scope(user, status)
+        if scope == permissions.ALL:
+            found |= term_set("status", status)
+        elif scope == permissions.OWN:
+            found |= term_set("status", status) & term_set("author", str(user.id))
+    return found
+
+
 class DocnumSets:
     """What a ``view.BaseView`` answers in document numbers (a mixin: the base's fields are
     ``_leaves``, ``_pos``, ``_docnum_of``, ``_blocks``, ``_series_docs``, ``members``,
@@ -157,14 +170,7 @@ class DocnumSets:
         key = ("docnums", tuple(statuses), permissions.viewer(user))
         found = self._visible.get(key)
         if found is None:
-            found = BitMap()
-            for status in statuses:
-                scope = permissions.status_scope(user, status)
-                if scope == permissions.ALL:
-                    found |= self.docnums("status", status)
-                elif scope == permissions.OWN:
-                    found |= self.docnums("status", status) & self.docnums("author", str(user.id))
-            found -= self.docnums("flags", "hide_from_listings")
+            found = status_sets(self.docnums, statuses, user) - self.docnums("flags", "hide_from_listings")
             self._remember(self._visible, MAX_VISIBLE_DOCNUM_SETS, key, found)
         return found
 
