@@ -159,22 +159,22 @@ class CommitLog:
     def diff_tree(self, old: str | None, new: str, whole_tree: bool = False) -> dict[str, readers.RawChange]:
         """Paths that differ between two commits (``old`` None: the empty tree), under the content
         folders or, with ``whole_tree``, anywhere: path -> RawChange. One ``git diff-tree``."""
-        with self._recent_lock:
-            known = self._recent.get(new)
-        if known is not None and known[0] == old:  # a commit this process wrote on ``old``
-            return {c.path: c for c in known[1] if whole_tree or c.path.split("/", 1)[0] in CONTENT_FOLDERS}
-        if old is not None:
-            near = self._near_diff(old, new, whole_tree)
-            if near is not None:
-                return near
+        near = self._diff_without_git(old, new, whole_tree)
+        if near is not None:
+            return near
         args = ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", old or EMPTY_TREE, new]
         if not whole_tree:
             args += ["--", *CONTENT_FOLDERS]
         return {c.path: c for c in readers.raw_changes(self._run(*args).split(b"\0"))}
 
-    def _near_diff(self, old: str, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
-        """``diff_tree`` read in process (``tree_diff``); None when git has to answer."""
-        return tree_diff(self._objects, old, new, whole_tree)
+    def _diff_without_git(self, old: str | None, new: str, whole_tree: bool) -> dict[str, readers.RawChange] | None:
+        """``diff_tree`` without a git process: a commit this process wrote on ``old`` (its changes
+        kept), or two near commits read in process (``tree_diff``); None when git has to answer."""
+        with self._recent_lock:
+            known = self._recent.get(new)
+        if known is not None and known[0] == old:
+            return {c.path: c for c in known[1] if whole_tree or c.path.split("/", 1)[0] in CONTENT_FOLDERS}
+        return tree_diff(self._objects, old, new, whole_tree) if old is not None else None
 
     def changes(self, old: str | None, new: str) -> dict[str, tuple[int, str] | None]:
         """Every path that differs between two commits (whole tree): path -> (mode, id) or None if deleted."""
@@ -319,16 +319,10 @@ class CommitLog:
             commit = facts[0][0]
         found: dict[str, FileDates] = {}
         for commit, (parents, when, email) in chain:   # newest first, as git log walks them
-            with self._recent_lock:
-                known = self._recent.get(commit)
-            if known is not None and known[0] == parents[0]:
-                changes = [c for c in known[1] if c.path.split("/", 1)[0] in CONTENT_FOLDERS]
-            else:
-                near = self._near_diff(parents[0], commit, whole_tree=False)
-                if near is None:
-                    return None
-                changes = list(near.values())
-            for change in changes:
+            near = self._diff_without_git(parents[0], commit, whole_tree=False)
+            if near is None:
+                return None
+            for change in near.values():
                 path = change.path
                 if change.status not in ("A", "M") or (wanted is not None and path not in wanted):
                     continue
