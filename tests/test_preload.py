@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from whoosh import index as whoosh_index
 
 from calendar_service.config import Settings
 from calendar_service.http import serving
+from calendar_service.index.view import whoosh_generation
 from calendar_service.service import build
 from conftest import PASSWORDS, followed
 from servers import Server
@@ -38,8 +40,9 @@ def test_a_worker_starts_from_the_masters_records_and_follows_the_branch(make_ap
     made = [factory.event(title=f"Loaded {n}") for n in range(3)]
     files = build.preload(settings_of(paths))
     assert files == len(repo.files())
-    loaded = preloaded[paths["content_dir"].resolve()]
+    loaded, base = preloaded[paths["content_dir"].resolve()]
     at_preload = loaded.current_commit
+    assert base is not None and base.commit == at_preload
     assert at_preload == repo.head()
     # an editor's commit lands between the master's load and the worker's start
     (paths["content_dir"] / "events" / "added-by-an-editor.md").write_text(EDITOR_EVENT, encoding="utf-8")
@@ -56,6 +59,8 @@ def test_a_worker_starts_from_the_masters_records_and_follows_the_branch(make_ap
     client = app.test_client()
     titles = {e["title"] for e in client.get("/calendar/events/v1/events?start_date=2000-01-01&end_date=2031-01-01&per_page=50").get_json()["events"]}
     assert titles >= {e["title"] for e in made} | {"Added by an editor"}
+    # the master's index base was of the commit before the editor's: the worker read its own
+    assert service.index._view.base is not base
     # a write from the worker is one commit on the branch, as always
     before = repo.count()
     created = factory.event(title="After the start")
@@ -66,10 +71,36 @@ def test_a_worker_starts_from_the_masters_records_and_follows_the_branch(make_ap
 def test_a_catalog_that_loaded_already_does_not_adopt(make_app, factory, paths, preloaded):
     factory.event(title="One")
     build.preload(settings_of(paths))
-    loaded = preloaded[paths["content_dir"].resolve()]
+    loaded, _base = preloaded[paths["content_dir"].resolve()]
     app = make_app()
     service = app.extensions["calendar"]
     assert service.catalog.adopt(loaded) is False   # it adopted at its start; never twice
+
+
+def test_a_worker_serves_the_index_base_the_master_read(make_app, factory, paths, preloaded):
+    made = {factory.event(title=f"Indexed {n}")["id"] for n in range(3)}
+    build.preload(settings_of(paths))
+    loaded, base = preloaded[paths["content_dir"].resolve()]
+    assert base is not None and base.commit == loaded.current_commit
+    with pytest.raises(Exception):
+        base.searcher.doc_count()   # the master's handles are closed: a fork must not share them
+    app = make_app()
+    service = app.extensions["calendar"]
+    assert service.index._view.base is base   # the columns the master read, not a copy
+    listed = app.test_client().get("/calendar/events/v1/events?start_date=2000-01-01&end_date=2031-01-01&search=Indexed")
+    assert {e["id"] for e in listed.get_json()["events"]} == made   # searched through the worker's own handles
+
+
+def test_an_index_base_of_another_whoosh_generation_is_not_served(factory, paths, preloaded):
+    factory.event(title="Before the rebuild")
+    build.preload(settings_of(paths))
+    loaded, base = preloaded[paths["content_dir"].resolve()]
+    # the index is rebuilt between the master's read and the worker's start: its docnums may differ
+    index = build._index(settings_of(paths))
+    index.rebuild_now(loaded.current())
+    ix = whoosh_index.open_dir(str(index.whoosh_dir))
+    assert whoosh_generation(ix) != base.source
+    assert base.reopen(ix) is False
 
 
 def test_without_a_repository_nothing_is_preloaded(tmp_path, paths, preloaded):

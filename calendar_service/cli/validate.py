@@ -8,7 +8,6 @@ paths are given) is someone else's, counted in one line and not failing the run.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ from calendar_service.cli import clone
 from calendar_service.config import Settings
 from calendar_service.domain import record_files
 from calendar_service.domain.paths import CONTENT_FOLDERS, FILE_MODES, SYMLINK_MODE, path_problem
-from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import RESOURCES
 from calendar_service.domain.snapshot import reference_problems
 from calendar_service.storage.clone import Clone
@@ -114,9 +112,7 @@ def cmd_validate(options) -> int:
     from calendar_service.service.build import configure_limits
 
     settings = Settings.from_env()
-    configure_limits(settings)   # the limits the service reads files with
-    with contextlib.suppress(ValueError):   # the limits the service would apply (its defaults else)
-        recurrence_limits.configure(settings.max_occurrences, settings.recurrence_horizon)
+    configure_limits(settings)   # the limits the service reads files and expands series with
     paths = list(options.paths or [])
     given_dir = None
     if len(paths) == 1 and Path(paths[0]).is_dir():

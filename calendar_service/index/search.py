@@ -176,6 +176,7 @@ class SearchIndex:
         self._following = False
         self._lock = threading.Lock()
         self._building = False
+        self._adopted: BaseView | None = None   # a base read before this process was forked
 
     @property
     def whoosh_dir(self) -> Path:
@@ -243,7 +244,7 @@ class SearchIndex:
         with self._lock:
             if self._view is None or self._view.commit != snapshot.commit or self._view.base.horizon != horizon:
                 try:
-                    new_view = read_view(self, snapshot, horizon)
+                    new_view = self._adopted_view(snapshot, horizon) or read_view(self, snapshot, horizon)
                 except Exception as exc:
                     # a rebuild in another process may be swapping directories; if the index is
                     # really broken, a full sync under the writer lock rebuilds it
@@ -252,6 +253,33 @@ class SearchIndex:
                     return None
                 self._replace(new_view)
             return self._view
+
+    def read_base(self, snapshot: Snapshot, store) -> BaseView | None:
+        """The base of ``snapshot``'s commit read from the index on disk with its handles closed
+        again, for the workers a serving master forks (``adopt``). The index is brought to that
+        commit first when few files changed (inline: no thread is left running); None when it
+        is further behind (each worker then reads or builds its own)."""
+        self.ensure(snapshot, store, background=False)
+        state = self.state()
+        if not snapshot.commit or not state or state.get("commit") != snapshot.commit:
+            return None
+        base = read_view(self, snapshot, occurrences.horizon(self.horizon_months)).base
+        base.close()
+        return base
+
+    def adopt(self, base: BaseView) -> None:
+        """Serve ``base`` (read by ``read_base`` in the process this one was forked from) as the
+        first generation, if it is still the one the index on disk and the snapshot call for:
+        its columns stay on the pages this process shares with the others forked alike."""
+        self._adopted = base
+
+    def _adopted_view(self, snapshot: Snapshot, horizon) -> IndexView | None:
+        base, self._adopted = self._adopted, None
+        if base is None or base.commit != snapshot.commit or base.horizon != horizon:
+            return None
+        if not base.reopen(whoosh_index.open_dir(str(self.whoosh_dir))):
+            return None
+        return IndexView(base, snapshot.commit, site_tz=self.site_tz)
 
     def _advance(self, view: IndexView, snapshot: Snapshot, store) -> IndexView | None:
         """The generation for ``snapshot`` derived from ``view``; None when a full read is due."""
@@ -312,8 +340,9 @@ class SearchIndex:
 
     # ------------------------------------------------------------------------- writing
 
-    def ensure(self, snapshot: Snapshot, store, blocking: bool = False) -> None:
-        """Bring the index to ``snapshot``'s commit: inline for small changes, in the background otherwise."""
+    def ensure(self, snapshot: Snapshot, store, blocking: bool = False, background: bool = True) -> None:
+        """Bring the index to ``snapshot``'s commit: inline for small changes, in the background
+        otherwise (not at all without ``background``)."""
         state = self.state()
         if state and state.get("commit") == snapshot.commit:
             return
@@ -322,6 +351,8 @@ class SearchIndex:
         work_size = len(changes) if changes is not None else len(snapshot.by_id[EVENTS.name])
         if blocking or work_size <= INLINE_LIMIT:
             self.sync(snapshot, store, changes, since, blocking=blocking)
+            return
+        if not background:
             return
         with self._lock:
             if self._building:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import math
+import os
 import threading
 from array import array
 from collections import Counter
@@ -134,6 +135,11 @@ class Slots:
         return self._sparse.get(rid, default)
 
 
+def whoosh_generation(ix) -> tuple:
+    """Which files ``ix`` reads: its folder (a generation's, see ``generations``) and TOC generation."""
+    return os.path.realpath(ix.storage.folder), ix.latest_generation()
+
+
 class BaseView(DocnumSets):
     """Every event of one Whoosh generation, by position in list order (immutable once read)."""
 
@@ -143,6 +149,7 @@ class BaseView(DocnumSets):
         new day's horizon needs a new base (no document is rewritten)."""
         self.commit = commit
         self.horizon = horizon
+        self.source = whoosh_generation(ix)
         self.searcher = ix.searcher()
         reader = self.reader = self.searcher.reader()
         live = live_docnums(reader)
@@ -202,7 +209,7 @@ class BaseView(DocnumSets):
         self._series_docs = BitMap(series_docs)
         if series_docs:
             self._blocks = [block - self._series_docs for block in self._blocks]
-        self._leaves = [(leaf, offset, segment_sets(leaf)) for leaf, offset in reader.leaf_readers()]
+        self._leaves = self._open_leaves(reader)
         self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
         self.all = BitMap(range(size))
         # duration classes: (shortest, longest duration, positions), longest class last
@@ -223,6 +230,23 @@ class BaseView(DocnumSets):
         self._docnums: dict[tuple[str, str], BitMap] = {}
         self._docnum_bytes = 0
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _open_leaves(reader) -> list:
+        return [(leaf, offset, segment_sets(leaf)) for leaf, offset in reader.leaf_readers()]
+
+    def reopen(self, ix) -> bool:
+        """Serve this base through ``ix``, this process's own handles on the index (a base read
+        before a fork holds the reading process's, closed there: each worker opens its own).
+        False, and nothing opened, when ``ix`` is not the Whoosh generation the base was read
+        from (its docnums would name other documents)."""
+        if whoosh_generation(ix) != self.source:
+            return False
+        self.searcher = ix.searcher()
+        self.reader = self.searcher.reader()
+        self._leaves = self._open_leaves(self.reader)
+        self._lock = threading.Lock()
+        return True
 
     def positions_of(self, rid: int) -> BitMap | None:
         """The positions an event id holds: its own, or all its occurrences' for a series."""

@@ -49,17 +49,17 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
                      remote_timeout=settings.remote_timeout)
     if not create and not store.exists():
         raise NoRepository(f"no content repository at {settings.content_dir}")
-    recurrence_limits.configure(getattr(settings, "max_occurrences", None),
-                                getattr(settings, "recurrence_horizon", None))
     try:
         open_repository(store, settings)
         state = StateDB.of(settings)  # webhooks and the limits on guessing share it
         accounts = Accounts(settings.users_file, Limits.from_settings(settings, state))
         catalog = _catalog(store, settings, accounts)
-        loaded = _preloaded.get(settings.content_dir.resolve())
+        index = _index(settings)
+        loaded, base = _preloaded.get(settings.content_dir.resolve(), (None, None))
         if loaded is not None and catalog.adopt(loaded):
             log.info("starting from the records the serving master loaded (commit %s)", loaded.current_commit)
-        index = SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
+            if base is not None:
+                index.adopt(base)
     except BaseException:
         store.close()
         raise
@@ -68,13 +68,18 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     return service
 
 
+def _index(settings: Settings) -> SearchIndex:
+    return SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
+
+
 def _catalog(store: GitStore, settings: Settings, accounts: Accounts) -> Catalog:
     return Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
                    last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
 
 
-# content folder -> the catalog ``preload`` filled in this process (the serving master), which the
-# services built in the workers it forks adopt (``Catalog.adopt``)
+# content folder -> (the catalog ``preload`` filled in this process (the serving master), the index
+# base it read or None), which the services built in the workers it forks adopt (``Catalog.adopt``,
+# ``SearchIndex.adopt``)
 _preloaded: dict = {}
 
 
@@ -85,31 +90,43 @@ def preload(settings: Settings) -> int:
 
     Only data stays behind: the git processes this load started are closed and no thread runs
     when this returns (a fork takes neither along). Without a repository, or when it cannot be
-    read, nothing is kept and the workers load as usual. Returns the number of files loaded."""
+    read, nothing is kept and the workers load as usual. The index base of the records' commit
+    is read too (its columns shared alike) when the index on disk is at that commit. Returns the
+    number of files loaded."""
     configure_limits(settings)
     search.import_searching()
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
     try:
         if not store.exists() or store.head() is None:
+            store.close()
             return 0
         accounts = Accounts(settings.users_file)   # authors of files written without an account id
         catalog = _catalog(store, settings, accounts)
-        files = len(catalog.current().files)
+        snapshot = catalog.current()
         catalog.wait_for_cache()
     except Exception:   # never what stops the server from starting: each worker then loads its own
         log.exception("could not load the records before starting the workers (each loads its own)")
+        store.close()
         return 0
+    try:
+        base = _index(settings).read_base(snapshot, store)
+    except Exception:   # the workers read (or repair) the index themselves
+        log.exception("could not read the search index before starting the workers (each reads its own)")
+        base = None
     finally:
         store.close()
-    _preloaded[settings.content_dir.resolve()] = catalog
-    return files
+    _preloaded[settings.content_dir.resolve()] = (catalog, base)
+    return len(snapshot.files)
 
 
 def configure_limits(settings: Settings) -> None:
-    """Read every content file with the limits of ``settings`` from now on."""
+    """Read every content file, and expand every series, with the limits of ``settings`` from now
+    on (the serving master's preload as the workers do: the records cache's version names them)."""
     file_limits.configure(file_limits.Limits(
         file_bytes=settings.max_file_bytes, nesting=settings.max_nesting, keys=settings.max_keys,
         items=settings.max_items, string_length=settings.max_string_length))
+    recurrence_limits.configure(getattr(settings, "max_occurrences", None),
+                                getattr(settings, "recurrence_horizon", None))
 
 
 def open_repository(store: GitStore, settings: Settings) -> None:
