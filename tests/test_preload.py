@@ -146,3 +146,17 @@ def test_a_repository_the_master_cannot_read_leaves_the_loading_to_the_workers(f
     (paths["content_dir"] / ".git" / "refs" / "heads" / branch).write_text("1" * 40 + "\n", encoding="utf-8")
     assert build.preload(settings_of(paths)) == 0   # logged, never raised: gunicorn starts all the same
     assert preloaded == {}
+
+
+def test_the_master_reads_the_records_with_the_operators_recurrence_limits(factory, paths, preloaded, monkeypatch):
+    from calendar_service.domain.recurrence import limits
+    from calendar_service.storage.records_cache import cache_version
+    monkeypatch.setattr(limits, "_max_occurrences", limits.max_occurrences())   # restored after the test
+    monkeypatch.setattr(limits, "_horizon_months", limits.horizon_months())
+    factory.event(title="Limited")
+    settings = Settings.from_env(**paths, seed_sample=False, site_timezone="UTC", max_occurrences=321,
+                                 recurrence_horizon=7)
+    build.preload(settings)
+    # the limits the workers read with: the records cache the master writes and reads is theirs
+    assert (limits.max_occurrences(), limits.horizon_months()) == (321, 7)
+    assert "max_occurrences=321" in cache_version() and "horizon=7" in cache_version()
