@@ -277,6 +277,16 @@ class Settings:
         "series over it is refused: 400 naming `recurrence` through the API, `path:line` at its `RRULE` line "
         "in a pushed file (which is then not served)")
 
+    presented_memo_bytes: int = setting(
+        4_000_000, "CALENDAR_PRESENTED_MEMO_BYTES", int,
+        "bytes of presented JSON text each worker remembers for the current commit (least recently used "
+        "forgotten first): a list or event read again is answered from it; each worker fills its own, so "
+        "this is per worker memory")
+    recent_records: int = setting(
+        300, "CALENDAR_RECENT_RECORDS", int,
+        "events whose data each worker keeps unpacked at once (the others are unpacked again from the "
+        "records cache's bytes when read); per worker memory")
+
     @classmethod
     def from_env(cls, environ: dict | None = None, **overrides) -> "Settings":
         """Build settings from environment variables, then apply ``overrides`` (field names).
@@ -347,7 +357,9 @@ class Settings:
                             ("CALENDAR_MAX_NESTING", self.max_nesting), ("CALENDAR_MAX_KEYS", self.max_keys),
                             ("CALENDAR_MAX_ITEMS", self.max_items),
                             ("CALENDAR_MAX_STRING_LENGTH", self.max_string_length),
-                            ("CALENDAR_STATUS_FILES_SHOWN", self.status_files_shown)):
+                            ("CALENDAR_STATUS_FILES_SHOWN", self.status_files_shown),
+                            ("CALENDAR_PRESENTED_MEMO_BYTES", self.presented_memo_bytes),
+                            ("CALENDAR_RECENT_RECORDS", self.recent_records)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive whole number")
         if self.max_nesting < 4:

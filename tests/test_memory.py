@@ -7,6 +7,8 @@ import pickle
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from conftest import Client
+
 from calendar_service.cli.importer import import_events
 from calendar_service.domain import record_files
 from calendar_service.domain.snapshot import Memo
@@ -30,6 +32,22 @@ def test_the_memo_forgets_the_least_recently_used_entries_past_its_byte_budget()
     assert memo.weight == sum(w for _, w in memo._items.values()) and memo.weight < 10_000
     memo["plain"] = 1                                           # unweighed entries count a little
     assert memo.get("plain") == 1 and len(memo) == 5
+
+
+def test_the_presented_text_a_worker_remembers_is_bounded_by_its_setting(app, make_app, factory):
+    """``CALENDAR_PRESENTED_MEMO_BYTES`` bounds the memos of presented text of the snapshots,
+    those made before the setting was read (as the serving master's are) as well as later ones."""
+    for n in range(12):
+        factory.event(description=f"Event {n}. " + "A long description of the event. " * 60)
+    before = app.extensions["calendar"].catalog.current()   # made with the default
+    served = make_app(presented_memo_bytes=12_000)
+    client = Client(served.test_client(), "administrator")
+    assert len(client.get("/events?per_page=50").get_json()["events"]) == 12
+    snapshot = served.extensions["calendar"].catalog.current()
+    for memo in (snapshot.memo, snapshot.lasting, before.memo):
+        assert memo.budget == 12_000 and memo.weight <= 12_000
+    assert snapshot.memo.weight > 0
+    assert len(client.get("/events?per_page=50").get_json()["events"]) == 12   # all of them, again
 
 
 def test_records_share_their_keys_and_short_strings():

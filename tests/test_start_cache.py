@@ -99,8 +99,8 @@ def test_records_from_the_cache_are_made_when_used_and_forgotten_beyond_the_boun
     _wait_for_cache()
 
     RECENT.clear()
-    monkeypatch.setattr(RECENT, "size", 2)
-    app = make_app()
+    app = make_app(recent_records=2)   # CALENDAR_RECENT_RECORDS
+    assert RECENT.size == 2
     snapshot = app.extensions["calendar"].catalog.current()
     restored = [entry[1] for entry in snapshot.files.values() if entry[1] is not None]
     assert restored and all(record.packed_data is not None for record in restored)

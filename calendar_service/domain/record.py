@@ -156,6 +156,13 @@ class RecentRecords:
             while len(self._queue) > self.size:
                 self._queue.popleft().forget()
 
+    def resize(self, size: int) -> None:
+        """Hold at most ``size`` dicts from now on (those beyond it forgotten now)."""
+        with self._lock:
+            self.size = size
+            while len(self._queue) > self.size:
+                self._queue.popleft().forget()
+
     def clear(self) -> None:
         with self._lock:
             while self._queue:

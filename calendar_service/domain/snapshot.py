@@ -71,14 +71,23 @@ _PROTECTED_LINKS = ("any protected venue or organizer",)   # the memo key of ``a
 
 class Memo:
     """A bounded, thread-safe mapping that forgets its least recently used entries: at most
-    ``size`` entries and ``budget`` bytes (as the callers weigh them)."""
+    ``size`` entries and ``budget`` bytes (as the callers weigh them; unless given, the module's
+    ``MEMO_SIZE`` and ``MEMO_BYTES`` as they are when an entry is put, which the service sets
+    from its settings after the snapshots that the serving master made before it)."""
 
-    def __init__(self, size: int = MEMO_SIZE, budget: int = MEMO_BYTES):
-        self.size = size
-        self.budget = budget
+    def __init__(self, size: int | None = None, budget: int | None = None):
+        self._size, self._budget = size, budget
         self.weight = 0
         self._items: OrderedDict = OrderedDict()   # key -> (value, weight)
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return MEMO_SIZE if self._size is None else self._size
+
+    @property
+    def budget(self) -> int:
+        return MEMO_BYTES if self._budget is None else self._budget
 
     def get(self, key, default=None):
         with self._lock:
@@ -97,7 +106,8 @@ class Memo:
                 self.weight -= old[1]
             self._items[key] = (value, weight)
             self.weight += weight
-            while self._items and (len(self._items) > self.size or self.weight > self.budget):
+            size, budget = self.size, self.budget
+            while self._items and (len(self._items) > size or self.weight > budget):
                 self.weight -= self._items.popitem(last=False)[1][1]
 
     def __setitem__(self, key, value) -> None:

@@ -14,7 +14,7 @@ import os
 from calendar_service.auth.accounts import Accounts
 from calendar_service.auth.limits import Limits
 from calendar_service.config import Settings
-from calendar_service.domain import file_limits
+from calendar_service.domain import file_limits, record as records, snapshot as snapshots
 from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.index import search
 from calendar_service.index.search import SearchIndex
@@ -44,6 +44,7 @@ def build_service(settings: Settings, create: bool = True) -> CalendarService:
     brought in line with the remote first. The caller closes the service (``close()``).
     """
     configure_limits(settings)
+    configure_caches(settings)
     store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email),
                      remote=settings.git_remote, remote_branch=settings.git_remote_branch,
                      remote_timeout=settings.remote_timeout)
@@ -127,6 +128,14 @@ def configure_limits(settings: Settings) -> None:
         items=settings.max_items, string_length=settings.max_string_length))
     recurrence_limits.configure(getattr(settings, "max_occurrences", None),
                                 getattr(settings, "recurrence_horizon", None))
+
+
+def configure_caches(settings: Settings) -> None:
+    """Bound this process's caches of what was read by the sizes of ``settings``: the presented
+    text the snapshots remember and the events held unpacked (each worker fills its own; those
+    the serving master made before the fork follow too)."""
+    snapshots.MEMO_BYTES = settings.presented_memo_bytes
+    records.RECENT.resize(settings.recent_records)
 
 
 def open_repository(store: GitStore, settings: Settings) -> None:
