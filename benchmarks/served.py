@@ -3,7 +3,7 @@ to run (gunicorn, several worker processes).
 
     python3 -m benchmarks.served [--repo OUT/work-10000] [--size 10000] [--runs 2]
                                  [--gunicorn "-w 2 --threads 4"] [--reads 400] [--writer-seconds 16]
-                                 [--quick] [--json FILE]
+                                 [--memory-only] [--quick] [--json FILE]
 
 ``--repo`` is a repository kept by ``python3 -m benchmarks.bench --keep`` (``content/``, ``index/``,
 ``users.yaml`` with the benchmark's administrator); without it a calendar of ``--size`` events
@@ -17,7 +17,7 @@ waits until ``/readyz`` answers and both workers serve lists, then measures:
    proportional set size (``Pss`` of ``/proc/PID/smaps_rollup``: a page shared by N processes
    counts 1/N in each) summed over the gunicorn master and its workers, with their RSS; each
    process is printed. The git helper processes the workers start are listed apart.
-2. writers: 1 writer, then 4 concurrent writers, each with its own keep-alive connection and
+2. writers (not with ``--memory-only``): 1 writer, then 4 concurrent writers, each with its own keep-alive connection and
    Basic auth, creating events and updating the ones it created (every write a commit),
    alternated in slices (1, 4, 1, 4, ...) so that both counts see the same machine: writes/s
    and p50 / p99 latency of each count.
@@ -337,6 +337,9 @@ def one_run(work: Path, options, n: int) -> dict:
         for p in after_reads["processes"]:
             say(f"    {p['role']:<7} {p['pid']:>7}  PSS {p.get('pss_mib', float('nan')):7.1f} MiB  "
                 f"RSS {p.get('rss_mib', float('nan')):7.1f} MiB  {p.get('command', '')}")
+        if options.memory_only:
+            return {"start_s": served.start_s, "reads": reads, "memory_after_reads": after_reads,
+                    "pss_mib": after_reads["pss_mib"], "rss_mib": after_reads["rss_mib"]}
         writers = run_writers(served.port, options.writer_seconds, options.slices, f"{os.getpid()}.{n}")
         for count in WRITERS:
             w = writers[f"writers_{count}"]
@@ -357,7 +360,8 @@ def verdict(run: dict, kind: str, value, goal) -> bool:
 def table(result: dict) -> str:
     runs = result["runs"]
     head = (f"== served: gunicorn {result['gunicorn']}, {result['events']} events, {len(runs)} run(s), "
-            f"{result['reads']} reads, writers {result['writer_seconds']:.0f} s in {result['slices']} slices ==")
+            f"{result['reads']} reads, " + (f"writers {result['writer_seconds']:.0f} s in {result['slices']} slices =="
+                                            if "writers_1" in runs[0] else "no writers =="))
     cols = "  ".join(f"run {n + 1:>2}" for n in range(len(runs)))
     lines = [head, "", f"{'figure':<{NAME_WIDTH}} {cols}"]
     info = [("memory after the reads, RSS of master + workers (MiB)", "rss_mib", "{:.0f}"),
@@ -365,6 +369,8 @@ def table(result: dict) -> str:
             ("1 writer: writes/s", "writers_1_per_s", "{:.1f}"),
             ("1 writer: p50 / p99 of a write (ms)", None, ""),
             ("4 writers: p50 of a write (ms)", None, "{:.1f}")]
+    if "writers_1" not in runs[0]:   # --memory-only
+        info = info[:1]
     for name, key, fmt in info:
         if key:
             values = [fmt.format(run[key]) for run in runs]
@@ -377,6 +383,8 @@ def table(result: dict) -> str:
         lines.append(f"{name:<{NAME_WIDTH}} " + "  ".join(f"{v:>6}" for v in values))
     lines += ["", f"{'target':<{NAME_WIDTH}} {'measured (each run)':>30} {'goal':>16}  result"]
     for name, (key, kind, goal) in GOALS.items():
+        if key not in runs[0]:
+            continue
         measured = " / ".join(f"{run[key]:.1f} vs {run[goal]:.1f}" if kind == "min_of" else f"{run[key]:.0f}"
                               for run in runs)
         met = all(verdict(run, kind, run[key], goal) for run in runs)
@@ -394,6 +402,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reads", type=int, default=400, help="reads before the memory is taken")
     parser.add_argument("--writer-seconds", type=float, default=16, help="seconds of writes per run (both counts)")
     parser.add_argument("--slices", type=int, default=4, help="alternations of 1 and 4 writers per run")
+    parser.add_argument("--memory-only", action="store_true", help="the memory after the reads alone (no writers)")
     parser.add_argument("--quick", action="store_true", help="a short run (300 events without --repo, 1 run)")
     parser.add_argument("--json", type=Path, help="write every figure here")
     options = parser.parse_args(argv)
@@ -409,7 +418,7 @@ def main(argv=None) -> int:
                   "writer_seconds": options.writer_seconds, "slices": options.slices, "runs": runs,
                   "median": {key: statistics.median(run[key] for run in runs)
                              for key in ("pss_mib", "rss_mib", "writers_1_per_s", "writers_4_per_s",
-                                         "writers_1_p99_ms", "writers_4_p99_ms")}}
+                                         "writers_1_p99_ms", "writers_4_p99_ms") if key in runs[0]}}
         print(table(result), flush=True)
         if options.json:
             options.json.write_text(json.dumps(result, indent=1, default=str))
