@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 7
-PINNED_DIGEST = 'bdb3cc216efadf6f26d90cb7f0990945b97c0ff78576adada5e8fe740e6fbecb'
+PINNED_FORMAT = 8
+PINNED_DIGEST = '02f9d77e2c3571734e174381ab8e26d5cd01a4138ab8a4dff3458c9196f883dd'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

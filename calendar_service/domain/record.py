@@ -140,6 +140,28 @@ class Record:
         return self.data.get(self.resource.title_key) or ""
 
 
+def packed_records(resource: Resource, paths, blobs, ids, slugs, packed, facts, source, held: bool) -> list[Record]:
+    """``Record.packed`` of each entry of these columns (one loop without a call per record: a
+    start restores every record of the cache)."""
+    new = Record.__new__
+    made = []
+    append = made.append
+    for path, blob, rid, slug, data, fact in zip(paths, blobs, ids, slugs, packed, facts):
+        record = new(Record)
+        record.resource = resource
+        record.path = path
+        record.blob = blob
+        record.id = rid
+        record.slug = slug
+        record._data = record._filled = record._remembered = None
+        record._packed = data
+        record._facts = fact
+        record._source = source
+        record._held = held
+        append(record)
+    return made
+
+
 class RecentRecords:
     """The packed records whose dicts are held, oldest first: adding one beyond ``size`` makes
     the oldest forget its dict (a record used again is made again, quickly). Records are added
