@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 8
-PINNED_DIGEST = '02f9d77e2c3571734e174381ab8e26d5cd01a4138ab8a4dff3458c9196f883dd'
+PINNED_FORMAT = 9
+PINNED_DIGEST = '6cc85a13f59d7f1a11c3d89afdec25098edc872e13e6634fae65ed37c44348dc'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -230,8 +230,9 @@ class Snapshot:
         # the derived maps of this same commit as ``derived()`` gave them (the catalog's cache):
         # a full build takes them instead of computing them again
         self._restored = restored
-        # resource -> its records in path order, every parsed record of ``files`` (the cache's
-        # restore groups them as it makes them): a full build of distinct records takes them
+        # resource -> (its records in path order, their ids, their slugs), every parsed record of
+        # ``files`` (the cache's restore groups them as it makes them): a full build of distinct
+        # records takes them
         self._grouped = grouped
         self.distinct = False   # no two records share an id or a slug (the maps were built without a claims map)
         self.unassigned: list[Record] = []   # parsed files without an id: the service gives them one
@@ -307,11 +308,13 @@ class Snapshot:
         share an id or a slug (the general build decides)."""
         if groups is None:
             groups, maps = _by_resource(parsed)
-        else:
-            maps = {resource: _keyed(group, _ID) for resource, group in groups.items()}
+            slugs = {resource: _keyed(group, _SLUG) for resource, group in groups.items()}
+        else:   # resource -> (records, their ids, their slugs)
+            maps = {resource: dict(zip(ids, group)) for resource, (group, ids, _) in groups.items()}
+            slugs = {resource: dict(zip(keys, group)) for resource, (group, _, keys) in groups.items()}
+            groups = {resource: group for resource, (group, _, _) in groups.items()}
         if any(None in by_id for by_id in maps.values()):
             return False
-        slugs = {resource: _keyed(group, _SLUG) for resource, group in groups.items()}
         spaces: dict = {}
         for resource, by_id in maps.items():
             spaces.setdefault(resource.id_space, {}).update(by_id)
