@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 import zlib
+from array import array
 from pathlib import Path
 
 import pytest
@@ -298,10 +299,44 @@ def world(factory):
     }
 
 
+def cached_entry(entries: dict, path: str) -> tuple:
+    """(blob, packed data or None, problems, id, slug, record blob) of ``path`` in the records
+    cache's ``entries`` (as ``pickle.loads`` of its file gives them: the files by column)."""
+    files = entries["files"]
+    index = files["paths"].index(path)
+    ends = array("Q", files["ends"])
+    data = files["packed"][ends[index - 1] if index else 0:ends[index]] if files["present"][index] else None
+    return (files["blobs"][index], data, files["problems"].get(index, ()), files["ids"][index], files["slugs"][index],
+            files["record_blobs"].get(index))
+
+
+def cached_paths(entries: dict) -> list:
+    return list(entries["files"]["paths"])
+
+
+def put_cached_entry(entries: dict, path: str, entry: tuple) -> None:
+    """Write ``entry`` (as ``cached_entry`` gives it) for ``path`` in ``entries``."""
+    files = entries["files"]
+    count = len(files["paths"])
+    rows = [entry if p == path else cached_entry(entries, p) for p in files["paths"]]
+    blob, data, problems, rid, slug, record_blob = zip(*rows) if rows else ((),) * 6
+    files["blobs"], files["ids"], files["slugs"] = list(blob), list(rid), list(slug)
+    files["present"] = bytes(d is not None for d in data)
+    files["packed"] = b"".join(d for d in data if d is not None)
+    ends, total = array("Q"), 0
+    for d in data:
+        total += len(d) if d is not None else 0
+        ends.append(total)
+    files["ends"] = ends.tobytes()
+    files["problems"] = {i: p for i, p in enumerate(problems) if p}
+    files["record_blobs"] = {i: b for i, b in enumerate(record_blob) if b is not None}
+    assert len(files["paths"]) == count
+
+
 def cached_data(entries: dict, path: str) -> dict:
     """The data the records cache (as ``pickle.loads`` of its file gives it) holds for ``path``:
     each record is a pickle packed by zlib against the cache's dictionary."""
-    return pickle.loads(zlib.decompressobj(zdict=entries["dictionary"]).decompress(entries["files"][path][1]))
+    return pickle.loads(zlib.decompressobj(zdict=entries["dictionary"]).decompress(cached_entry(entries, path)[1]))
 
 
 def pack_cached(entries: dict, raw: bytes) -> bytes:
@@ -313,6 +348,6 @@ def pack_cached(entries: dict, raw: bytes) -> bytes:
 def set_cached(entries: dict, path: str, **changes) -> None:
     """Change values of ``path``'s record in the records cache's ``entries`` (to tell, after a
     start, a value taken from the cache from one read from git)."""
-    entry = entries["files"][path]
+    entry = cached_entry(entries, path)
     data = {**cached_data(entries, path), **changes}
-    entries["files"][path] = (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:])
+    put_cached_entry(entries, path, (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:]))

@@ -19,7 +19,7 @@ import threading
 
 import pytest
 
-from conftest import Client, cached_data, pack_cached, remove_index, set_cached
+from conftest import Client, cached_data, cached_entry, cached_paths, pack_cached, put_cached_entry, remove_index, set_cached
 
 EVENTS = "/events?per_page=50&status=publish,draft,private"
 MARK = "Only in the cache"
@@ -59,7 +59,7 @@ def cached(paths, make_app, factory, small_cache):
     _wait_for_cache()
     cache = paths["index_dir"] / "records.cache"
     entries = pickle.loads(cache.read_bytes())
-    by_id = {entry[4]: path for path, entry in entries["files"].items()
+    by_id = {entry[3]: path for path, entry in ((path, cached_entry(entries, path)) for path in cached_paths(entries))
              if path.startswith("events/") and entry[1] is not None}
     return {"cache": cache, "entries": entries, "fresh": fresh, "ids": ids, "path_of": by_id}
 
@@ -79,8 +79,8 @@ def _write(cache, content) -> None:
 
 def _with_data(entries: dict, path: str, data) -> None:
     """Replace the data of ``path``'s entry (packed as the cache writer packs it)."""
-    entry = entries["files"][path]
-    entries["files"][path] = (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:])
+    entry = cached_entry(entries, path)
+    put_cached_entry(entries, path, (entry[0], pack_cached(entries, pickle.dumps(data)), *entry[2:]))
 
 
 def _mark(entries: dict, path: str) -> None:
@@ -113,8 +113,8 @@ def test_a_cache_of_another_blob_at_the_same_path_is_not_used(cached, make_app):
     path = cached["path_of"][cached["ids"][0]]
     _mark(entries, path)
     entries["commit"] = "0" * 40
-    blob, *rest = entries["files"][path]
-    entries["files"][path] = ("1" * 40, *rest)   # a file of that name, another content
+    blob, *rest = cached_entry(entries, path)
+    put_cached_entry(entries, path, ("1" * 40, *rest))   # a file of that name, another content
     _write(cached["cache"], entries)
     assert MARK not in _titles(make_app()).values()
     assert _answers(make_app()) == cached["fresh"]
@@ -152,28 +152,35 @@ def _broken_shapes(entries: dict, path: str, target):
 
     def entry_as(position, value):
         out = copy()
-        entry = list(out["files"][path])
+        entry = list(cached_entry(out, path))
         entry[position] = value
-        out["files"][path] = tuple(entry)
+        put_cached_entry(out, path, tuple(entry))
+        return out
+
+    def column_as(name, value):
+        out = copy()
+        out["files"][name] = value(out["files"][name])
         return out
 
     yield "data not a mapping", data_as(lambda data: list(data.items()))
     yield "data of another id", data_as(lambda data: {**data, "id": str(data["id"])})
     yield "data without a slug", data_as(lambda data: {k: v for k, v in data.items() if k != "slug"})
-    yield "an id that is not an integer", entry_as(4, str(entries["files"][path][4]))
-    yield "a slug that is not a string", entry_as(5, None)
+    yield "an id that is not an integer", entry_as(3, str(cached_entry(entries, path)[3]))
+    yield "a slug that is not a string", entry_as(4, None)
     yield "data that is not zlib", entry_as(1, b"not a zlib stream")
     yield "data that is not a pickle", entry_as(1, pack_cached(entries, b"not a pickle"))
     yield "data that inflates beyond a record's size", entry_as(1, pack_cached(entries, b" " * (17 << 20)))
     yield "data naming a class outside the allow-list", entry_as(1, pack_cached(entries, pickle.dumps(_Planted(target))))
-    yield "packed data that is text", entry_as(1, "text")
+    yield "packed data that is text", column_as("packed", lambda packed: packed.decode("latin-1"))
+    yield "packed data cut short", column_as("packed", lambda packed: packed[:-1])
+    yield "a record outside the folders of records", column_as("paths", lambda paths: [
+        "zz/" + p if p == path else p for p in paths])
     yield "a dictionary that is not bytes", {**copy(), "dictionary": "text"}
-    short = copy()
-    short["files"][path] = short["files"][path][:3]
-    yield "an entry of three parts", short
+    yield "a column shorter than the others", column_as("slugs", lambda slugs: slugs[:-1])
+    yield "files not in path order", column_as("paths", lambda paths: paths[::-1])
     problems = copy()
-    blob, data, _, *rest = problems["files"][path]
-    problems["files"][path] = (blob, data, (("one", "part"),), *rest)
+    blob, data, _, *rest = cached_entry(problems, path)
+    put_cached_entry(problems, path, (blob, data, (("one", "part"),), *rest))
     yield "a problem of two parts", problems
     refs = copy()
     refs["derived"]["refs"] = {key: sorted(ids) for key, ids in refs["derived"]["refs"].items()}
@@ -215,7 +222,7 @@ def test_a_protected_venue_stays_blanked_in_events_after_a_start_from_the_cache(
     """The cache keeps whether any venue or organizer is protected (a start would otherwise make
     every one of their dicts to find out): a venue protected after the cache's commit, or
     protected in the cache's own commit, is still blanked inside the events that name it."""
-    venue_path = next(path for path in cached["entries"]["files"] if path.startswith("venues/"))
+    venue_path = next(path for path in cached_paths(cached["entries"]) if path.startswith("venues/"))
     repo.commit_file(venue_path, repo("show", f"HEAD:{venue_path}") + "password: venue-pass\n", "Protect the venue")
 
     def venues_seen_by_anonymous(app) -> list:

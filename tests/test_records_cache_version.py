@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 8
-PINNED_DIGEST = '400e9943000f99a1614ce538d7bd7cb699e893093196aba5f71387126391e165'
+PINNED_FORMAT = 10
+PINNED_DIGEST = '34f0f4a9dc905d5321018a48fd5cb5bbf104df4cba4c08f0fd7aa689f7a3afb4'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

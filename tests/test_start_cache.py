@@ -65,7 +65,7 @@ def test_a_start_from_the_cache_serves_what_a_start_without_it_serves(paths, mak
     assert _everything(make_app(), "/events/900") == fresh
     by_hand = fresh["/events/900"]
     assert by_hand["date_utc"] > "2020" and by_hand["modified_utc"] == by_hand["date_utc"]
-    path = next(p for p in entries["files"] if p.startswith("events/") and p != "events/by-hand.md")
+    path = next(p for p in entries["files"]["paths"] if p.startswith("events/") and p != "events/by-hand.md")
     set_cached(entries, path, title="Only in the cache")
     cache.write_bytes(pickle.dumps(entries))
     restored = _everything(make_app(), "/events/900")

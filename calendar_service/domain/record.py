@@ -73,7 +73,10 @@ class Record:
     @property
     def packed_data(self) -> bytes | None:
         """The bytes a packed record was made from (its file's data), None for a parsed one."""
-        return self._packed
+        packed = self._packed
+        if packed is None or type(packed) is bytes:
+            return packed
+        return self._source.packed_at(packed)   # its position in the column of a cache file
 
     def _unpack(self) -> dict:
         data, filled = self._source.unpack(self)
@@ -138,6 +141,29 @@ class Record:
     @property
     def title(self) -> str:
         return self.data.get(self.resource.title_key) or ""
+
+
+def packed_records(resource: Resource, paths, blobs, ids, slugs, packed, facts, source, held: bool) -> list[Record]:
+    """``Record.packed`` of each entry of these columns (one loop without a call per record: a
+    start restores every record of the cache); ``packed``: bytes, or positions in ``source``
+    (a column of packed records with ``packed_at(position)``)."""
+    new = Record.__new__
+    made = []
+    append = made.append
+    for path, blob, rid, slug, data, fact in zip(paths, blobs, ids, slugs, packed, facts):
+        record = new(Record)
+        record.resource = resource
+        record.path = path
+        record.blob = blob
+        record.id = rid
+        record.slug = slug
+        record._data = record._filled = record._remembered = None
+        record._packed = data
+        record._facts = fact
+        record._source = source
+        record._held = held
+        append(record)
+    return made
 
 
 class RecentRecords:

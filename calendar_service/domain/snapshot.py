@@ -11,6 +11,7 @@ import logging
 import threading
 from collections import OrderedDict
 from functools import cached_property
+from operator import attrgetter
 from typing import NamedTuple
 
 from pyroaring import BitMap
@@ -184,7 +185,15 @@ def _by_resource(parsed: list[Record]) -> tuple[dict, dict]:
         if group is None:
             group = groups[record.resource] = []
         group.append(record)
-    return groups, {resource: {record.id: record for record in group} for resource, group in groups.items()}
+    return groups, {resource: _keyed(group, _ID) for resource, group in groups.items()}
+
+
+_ID, _SLUG = attrgetter("id"), attrgetter("slug")
+
+
+def _keyed(records: list[Record], key) -> dict:
+    """key(record) -> record (one pass in C: a start maps every record)."""
+    return dict(zip(map(key, records), records))
 
 
 def _advanced(snapshot: "Snapshot", previous: "Snapshot", changed: set[str]) -> bool:
@@ -203,7 +212,7 @@ class Snapshot:
 
     def __init__(self, commit: str | None, files: dict, previous: "Snapshot | None" = None,
                  changed: set[str] | None = None, seniority=None, claims: dict | None = None,
-                 restored: dict | None = None):
+                 restored: dict | None = None, grouped: dict | None = None):
         self.commit = commit
         self.files = files  # path -> (blob, record or None, problems)
         self.claims = claims or {}
@@ -231,6 +240,10 @@ class Snapshot:
         # the derived maps of this same commit as ``derived()`` gave them (the catalog's cache):
         # a full build takes them instead of computing them again
         self._restored = restored
+        # resource -> (its records in path order, their ids, their slugs), every parsed record of
+        # ``files`` (the cache's restore groups them as it makes them): a full build of distinct
+        # records takes them
+        self._grouped = grouped
         self.distinct = False   # no two records share an id or a slug (the maps were built without a claims map)
         self.unassigned: list[Record] = []   # parsed files without an id: the service gives them one
         self.displaced: list[tuple[Record, Record]] = []  # (file, the older file holding its id)
@@ -257,6 +270,13 @@ class Snapshot:
         self._copied = None   # a full build owns every set it makes: nothing to copy first
         self.unassigned, self.displaced, self.reslugged = [], [], []
         ids, by_id, by_slug = self.ids, self.by_id, self.by_slug
+        grouped, self._grouped = self._grouped, None
+        if grouped is not None and (self._restored or {}).get("distinct") is True \
+                and self._build_distinct(None, grouped):
+            self.distinct = True
+            return
+        if grouped is not None and self._restored:   # the cache said distinct and is wrong: never trusted again
+            self._restored = {**self._restored, "distinct": False}
         ordered = self._in_order()
         if self.distinct and self._build_distinct(ordered):
             return
@@ -291,17 +311,33 @@ class Snapshot:
         self.displaced.sort(key=lambda pair: pair[0].path)
         self.reslugged.sort(key=lambda pair: pair[0].path)
 
-    def _build_distinct(self, parsed: list[Record]) -> bool:
+    def _build_distinct(self, parsed: list[Record] | None, groups: dict | None = None) -> bool:
         """The maps of records known to have distinct ids and slugs, by resource in one go (the
         references restored when the catalog kept them for this commit); False when some record
-        has no id (the general build decides)."""
-        groups, maps = _by_resource(parsed)
+        has no id, or (``groups`` given: the records by resource, not yet known distinct) two
+        share an id or a slug (the general build decides)."""
+        if groups is None:
+            groups, maps = _by_resource(parsed)
+            slugs = {resource: _keyed(group, _SLUG) for resource, group in groups.items()}
+        else:   # resource -> (records, their ids, their slugs)
+            maps = {resource: dict(zip(ids, group)) for resource, (group, ids, _) in groups.items()}
+            slugs = {resource: dict(zip(keys, group)) for resource, (group, _, keys) in groups.items()}
+            groups = {resource: group for resource, (group, _, _) in groups.items()}
         if any(None in by_id for by_id in maps.values()):
+            return False
+        spaces: dict = {}
+        for resource, by_id in maps.items():
+            spaces.setdefault(resource.id_space, {}).update(by_id)
+        if parsed is None and not (
+                all(len(maps[resource]) == len(group) == len(slugs[resource]) for resource, group in groups.items())
+                and all(len(merged) == sum(len(by_id) for r, by_id in maps.items() if r.id_space == space)
+                        for space, merged in spaces.items())):
             return False
         for resource, by_id in maps.items():
             self.by_id[resource.name] = by_id
-            self.by_slug[resource.name] = {record.slug: record for record in groups[resource]}
-            self.ids[resource.id_space].update(by_id)
+            self.by_slug[resource.name] = slugs[resource]
+        for space, merged in spaces.items():
+            self.ids[space] = merged
         restored = self._restored
         self._restored = None
         refs = _bitmaps(restored.get("refs")) if restored is not None else None

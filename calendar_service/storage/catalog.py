@@ -25,7 +25,7 @@ from calendar_service.storage.grouping import GROUP_LIMIT
 from calendar_service.storage.history import FileDates
 from calendar_service.storage.last_good import LAST_GOOD_COMMITS, LAST_GOOD_FILES, LAST_GOOD_VERSIONS, LastGood, read_file
 from calendar_service.storage.objects import blob_sha
-from calendar_service.storage.records_cache import CachedRecords, RecordsCacheFile, restored_entry
+from calendar_service.storage.records_cache import CachedRecords, RecordsCacheFile
 from calendar_service.storage.store import GitStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -309,17 +309,14 @@ class Catalog:
         if cached:
             cached_files = cached["files"]
             for path, blob in changed.items():
-                kept = cached_files.get(path)
-                if kept is None or kept[0] != blob:
-                    continue
-                try:
-                    if kept[6] is not None:   # a last good version: looked up again in this history
-                        continue
-                    files[path] = restored_entry(path, blob, kept[1], kept[2], kept[4], kept[5], None, self._source)
+                try:   # (not a last good version: that is looked up again in this history)
+                    entry = cached_files.entry(path, blob)
                 except (TypeError, ValueError, IndexError) as exc:
                     log.warning("ignoring the records cache's entry of %s (%s)", path, exc)
                     continue
-                hits.add(path)
+                if entry is not None:
+                    files[path] = entry
+                    hits.add(path)
         to_read: dict = {}
         for path, blob in changed.items():
             if blob is None:

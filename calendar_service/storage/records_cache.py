@@ -21,12 +21,15 @@ import pickle
 import sys
 import threading
 import zlib
+from array import array
+from bisect import bisect_left
 from importlib import metadata
-from operator import itemgetter
+from itertools import compress, islice, repeat
+from operator import itemgetter, le
 from pathlib import Path
 
 from calendar_service.domain import file_limits, record_files
-from calendar_service.domain.record import Record, fill_history
+from calendar_service.domain.record import Record, fill_history, packed_records
 from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import EVENTS, RESOURCES
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 8
+FORMAT = 10
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -86,36 +89,137 @@ class _CacheUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the records cache")
 
 
-def restored_entry(path, blob, packed, problems, rid, slug, facts, source, record_blob=None) -> tuple:
-    """(blob, record or None, problems) of one cached file, checked to have the shape the cache
-    writer gives it (ValueError or TypeError otherwise): a record's resource is the one of its
-    path's folder, whatever the entry names. The record is packed: its data is read from
-    ``packed`` when first used (``source`` checks it then, see ``CachedRecords``).
-    ``record_blob``: the blob of the record's version when it is not the file's (a file that no
-    longer parses, served as its last good version)."""
-    if type(path) is not str or type(blob) is not str or not (record_blob is None or type(record_blob) is str):
-        raise ValueError(f"an entry of {path!r} that no cache writer writes")
-    record = None
-    if packed is not None:
-        resource = RESOURCES.get(path[:path.find("/")])
-        if resource is None or type(packed) is not bytes or type(slug) is not str or not (rid is None or type(rid) is int):
-            raise ValueError(f"the cached record of {path!r} is not one the cache writer writes")
-        # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
-        record = Record.packed(resource, path, record_blob or blob, rid, slug, packed, facts if resource.kind == "post" else None, source,
-                               held=resource is not EVENTS)
-    return blob, record, tuple(FileProblem(*p) for p in problems) if problems else ()
-
-
 def kept_entry(blob: str, record: Record | None, problems, source: "CachedRecords") -> tuple:
-    """What the cache keeps of one file (see ``restored_entry``)."""
+    """(blob, packed data or None, problems as tuples, id, slug, the record's blob when it is not
+    the file's): what the cache keeps of one file."""
     kept = tuple((p.path, p.line, p.message, p.severity) for p in problems)
     if record is None:
-        return blob, None, kept, None, None, None, None
+        return blob, None, kept, None, None, None
     packed = record.packed_data
     if packed is None:
         packed = source.pack(record.file_data())
-    return blob, packed, kept, record.resource.name, record.id, record.slug, \
-        record.blob if record.blob != blob else None
+    return blob, packed, kept, record.id, record.slug, record.blob if record.blob != blob else None
+
+
+class PackedColumn:
+    """The packed data of every record of one cache file, as one buffer: a record restored from
+    it holds its position (``Record._packed``) and this column as its source, and its bytes are
+    cut from the buffer when its dict is made (a start makes no bytes object per record)."""
+
+    __slots__ = ("source", "buffer", "ends")
+
+    def __init__(self, source: "CachedRecords", buffer: bytes, ends: array):
+        self.source, self.buffer, self.ends = source, buffer, ends
+
+    def packed_at(self, index: int) -> bytes:
+        ends = self.ends
+        return self.buffer[ends[index - 1] if index else 0:ends[index]]
+
+    def unpack(self, record: Record) -> tuple[dict, dict | None]:
+        return self.source.unpack(record)
+
+
+_COLUMNS = ("paths", "blobs", "ids", "slugs")
+
+
+class CachedFiles:
+    """The files of a cache file by column (path order): paths, blob ids, record ids and slugs,
+    whether each has a record (``present``), the records' packed data (``PackedColumn``), the
+    problems and the record blobs of the few files that have them (by position). Checked to have
+    the shapes the cache writer gives them (ValueError otherwise)."""
+
+    def __init__(self, raw, source: "CachedRecords"):
+        if type(raw) is not dict or not all(type(raw.get(name)) is list for name in _COLUMNS):
+            raise ValueError("files that are not columns")
+        self.paths, self.blobs, self.ids, self.slugs = (raw[name] for name in _COLUMNS)
+        count = len(self.paths)
+        present, packed, ends = raw.get("present"), raw.get("packed"), raw.get("ends")
+        problems, record_blobs = raw.get("problems"), raw.get("record_blobs")
+        if not (all(len(raw[name]) == count for name in _COLUMNS) and type(present) is bytes and len(present) == count
+                and type(packed) is bytes and type(ends) is bytes and len(ends) == 8 * count
+                and raw.get("order") == sys.byteorder and type(problems) is dict and type(record_blobs) is dict):
+            raise ValueError("columns of other types or lengths")
+        offsets = array("Q")
+        offsets.frombytes(ends)
+        if offsets and (offsets[-1] != len(packed) or not all(map(le, offsets, islice(offsets, 1, None)))):
+            raise ValueError("packed data that does not end where its entries say")
+        if not (set(map(type, self.paths)) | set(map(type, self.blobs)) <= {str}
+                and set(map(type, problems)) | set(map(type, record_blobs)) <= {int}
+                and all(0 <= i < count for i in (*problems, *record_blobs))
+                and set(map(type, problems.values())) <= {tuple} and set(map(type, record_blobs.values())) <= {str}):
+            raise ValueError("an entry that no cache writer writes")
+        self.present, self.problems, self.record_blobs = present, problems, record_blobs
+        self.column = PackedColumn(source, packed, offsets)
+        self._positions: dict | None = None
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def entry(self, path: str, blob: str) -> tuple | None:
+        """The restored entry of ``path`` (as ``restored`` gives it, without git dates) when the
+        cache holds it at ``blob`` as the file itself (not a last good version), else None."""
+        if self._positions is None:
+            self._positions = dict(zip(self.paths, range(len(self.paths))))
+        index = self._positions.get(path)
+        if index is None or self.blobs[index] != blob or index in self.record_blobs:
+            return None
+        files, _ = self.restored({}, range(index, index + 1))
+        return files[path]
+
+    def restored(self, dates: dict, span: range | None = None) -> tuple[dict, dict]:
+        """(files, grouped) of the entries in ``span`` (all by default): path -> (blob, record or
+        None, problems), and resource -> (its records in path order, their ids, their slugs). A record's resource is the one
+        of its path's folder; the checks are made by column in a few passes in C and the records
+        made in one loop (a start restores every file of the cache). ValueError or TypeError for
+        an entry no cache writer writes."""
+        span = span or range(len(self.paths))
+        first = span.start
+        paths = self.paths[span.start:span.stop]
+        blobs, ids, slugs = (column[span.start:span.stop] for column in (self.blobs, self.ids, self.slugs))
+        present = self.present[span.start:span.stop]
+        if paths != sorted(paths):
+            raise ValueError("files that are not in path order")
+        record_blobs = blobs
+        if self.record_blobs:
+            record_blobs = list(blobs)
+            for index, blob in self.record_blobs.items():
+                if index in span:
+                    record_blobs[index - first] = blob
+        records: list = [None] * len(paths)
+        grouped: dict = {}
+        found = 0
+        column = self.column
+        for resource in RESOURCES.values():
+            low, high = bisect_left(paths, resource.name + "/"), bisect_left(paths, resource.name + "0")
+            mask = present[low:high]
+            whole = all(mask)
+            positions = range(first + low, first + high)
+            if whole:
+                at, blob, rid, slug = (c[low:high] for c in (paths, record_blobs, ids, slugs))
+            else:
+                positions = list(compress(positions, mask))
+                at, blob, rid, slug = (list(compress(c[low:high], mask)) for c in (paths, record_blobs, ids, slugs))
+            if not at:
+                continue
+            if set(map(type, slug)) != {str} or not set(map(type, rid)) <= _NONE_OR_INT:
+                raise ValueError(f"a cached record of {resource.name} is not one the cache writer writes")
+            facts = map(dates.get, at) if resource.kind == "post" else repeat(None)
+            # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
+            made = packed_records(resource, at, blob, rid, slug, positions, facts, column, held=resource is not EVENTS)
+            grouped[resource] = (made, rid, slug)
+            found += len(made)
+            if whole:
+                records[low:high] = made
+            else:
+                for index, record in zip(compress(range(low, high), mask), made):
+                    records[index] = record
+        if found != sum(map(bool, present)):
+            raise ValueError("a cached record outside the folders of records")
+        kept = [()] * len(paths)
+        for index, problems in self.problems.items():
+            if index in span:
+                kept[index - first] = tuple(FileProblem(*p) for p in problems)
+        return dict(zip(paths, zip(blobs, records, kept))), grouped
 
 
 class CachedRecords:
@@ -180,6 +284,34 @@ class CachedRecords:
         return parsed.data
 
 
+_NONE_OR_INT = {type(None), int}
+
+
+def _columns(snapshot: Snapshot, source: CachedRecords) -> dict:
+    """The files of ``snapshot`` as the cache keeps them (see ``CachedFiles``)."""
+    paths = sorted(snapshot.files)
+    blobs, ids, slugs, present, pieces = [], [], [], bytearray(), []
+    ends, total = array("Q"), 0
+    problems, record_blobs = {}, {}
+    for index, path in enumerate(paths):
+        blob, packed, kept, rid, slug, record_blob = kept_entry(*snapshot.files[path], source)
+        blobs.append(blob)
+        ids.append(rid)
+        slugs.append(slug)
+        present.append(packed is not None)
+        if packed is not None:
+            pieces.append(packed)
+            total += len(packed)
+        ends.append(total)
+        if kept:
+            problems[index] = kept
+        if record_blob is not None:
+            record_blobs[index] = record_blob
+    return {"paths": paths, "blobs": blobs, "ids": ids, "slugs": slugs, "present": bytes(present),
+            "packed": b"".join(pieces), "ends": ends.tobytes(), "order": sys.byteorder,
+            "problems": problems, "record_blobs": record_blobs}
+
+
 def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
     """ValueError unless the cache's claimed ids, file dates and derived reference maps have the
     shapes the cache writer gives them (claimed ids are integers, dates 4-tuples, reference maps
@@ -210,8 +342,8 @@ class RecordsCacheFile:
         self._source = source
 
     def read(self) -> dict:
-        """The cache file's content (``files``: path -> (blob, packed data or None, problems as
-        tuples, resource name, id, slug); ``dictionary``: what the data was packed against; with
+        """The cache file's content (``files``: the files by column, ``CachedFiles``;
+        ``dictionary``: what the data was packed against; with
         ``commit``, ``dates``, ``claims`` and ``derived``: the whole snapshot of that commit); {}
         when unusable."""
         if self.path is None:
@@ -223,6 +355,7 @@ class RecordsCacheFile:
                 return {}   # another version's (or no) cache: nothing to say, it is rewritten
             if not isinstance(cached.get("files"), dict) or type(cached.get("dictionary")) is not bytes:
                 raise ValueError("not the layout this code writes")
+            cached["files"] = CachedFiles(cached["files"], self._source)
             # the records packed against it are made again as they are used: kept for good
             if self._source.dictionary is None:
                 self._source.dictionary = cached["dictionary"]
@@ -242,9 +375,9 @@ class RecordsCacheFile:
         source = self._source
         source.choose_dictionary(snapshot)
         # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
-        files = {path: kept_entry(*snapshot.files[path], source) for path in sorted(snapshot.files)}
+        files = _columns(snapshot, source)
         # keyed by the same path objects as ``files`` (pickle then writes each path once)
-        paths = {path: path for path in files}
+        paths = {path: path for path in files["paths"]}
         dates = {paths.get(path, path): tuple(facts) for path, facts in snapshot.file_dates.items()}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,8 +411,7 @@ class RecordsCacheFile:
         try:
             _check_maps(claims, derived, dates)
             source = self._source
-            files = {path: restored_entry(path, blob, packed, problems, rid, slug, dates.get(path), source, record_blob)
-                     for path, (blob, packed, problems, _name, rid, slug, record_blob) in cached["files"].items()}
+            files, grouped = cached["files"].restored(dates)
             stale = {path: Stale(*found) for path, found in (cached.get("stale") or {}).items()}
             if not all(type(path) is str and files.get(path, (None, None))[1] is not None
                        and type(found.line) is int and all(type(v) is str for v in found[2:])
@@ -292,7 +424,7 @@ class RecordsCacheFile:
             return None
 
         seniority = functools.partial(entry_order, commit)
-        snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived)
+        snapshot = Snapshot(commit, files, seniority=seniority, claims=claims, restored=derived, grouped=grouped)
         snapshot.file_dates = file_dates
         snapshot.stale = stale
         snapshot.retired = retired
