@@ -96,26 +96,23 @@ def preload(settings: Settings) -> int:
     number of files loaded."""
     configure_limits(settings)
     search.import_searching()
-    store = GitStore(settings.content_dir, settings.branch, (settings.committer_name, settings.committer_email))
-    try:
-        if not store.exists() or store.head() is None:
-            store.close()
+    committer = (settings.committer_name, settings.committer_email)
+    with contextlib.closing(GitStore(settings.content_dir, settings.branch, committer)) as store:
+        try:
+            if not store.exists() or store.head() is None:
+                return 0
+            accounts = Accounts(settings.users_file)   # authors of files written without an account id
+            catalog = _catalog(store, settings, accounts)
+            snapshot = catalog.current()
+            catalog.wait_for_cache()
+        except Exception:   # never what stops the server from starting: each worker then loads its own
+            log.exception("could not load the records before starting the workers (each loads its own)")
             return 0
-        accounts = Accounts(settings.users_file)   # authors of files written without an account id
-        catalog = _catalog(store, settings, accounts)
-        snapshot = catalog.current()
-        catalog.wait_for_cache()
-    except Exception:   # never what stops the server from starting: each worker then loads its own
-        log.exception("could not load the records before starting the workers (each loads its own)")
-        store.close()
-        return 0
-    try:
-        base = _index(settings).read_base(snapshot, store)
-    except Exception:   # the workers read (or repair) the index themselves
-        log.exception("could not read the search index before starting the workers (each reads its own)")
-        base = None
-    finally:
-        store.close()
+        try:
+            base = _index(settings).read_base(snapshot, store)
+        except Exception:   # the workers read (or repair) the index themselves
+            log.exception("could not read the search index before starting the workers (each reads its own)")
+            base = None
     _preloaded[settings.content_dir.resolve()] = (catalog, base)
     return len(snapshot.files)
 
