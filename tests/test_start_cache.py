@@ -246,3 +246,39 @@ def test_the_first_list_after_a_write_shows_what_changed_in_the_events_it_embeds
     final = by_id()
     assert final[listed[0]["id"]]["categories"] == []
     assert {final[e["id"]]["categories"][0]["count"] for e in listed[1:]} == {3}
+
+
+def test_a_page_of_kept_texts_makes_no_record_of_a_single_event(paths, make_app, factory, repo, small_cache):
+    """A list page whose events' presented texts are kept reads no event's data again to learn
+    whether its file declares a series: the index lists it as an event of its own (a series'
+    occurrences are still made from the series)."""
+    venue = factory.venue()
+    for n in range(5):
+        factory.event(venue=venue["id"], start_date=f"2027-02-0{n + 1} 10:00:00", end_date=f"2027-02-0{n + 1} 11:00:00")
+    repo.commit_file("events/weekly.md", "---\nid: 900\nslug: weekly\ntitle: Weekly\nstart_date: 2027-02-02 12:00:00\n"
+                     "end_date: 2027-02-02 13:00:00\nrecurrence:\n- RRULE:FREQ=WEEKLY;COUNT=3\n---\nText\n")
+    remove_index(paths["index_dir"])
+    make_app()
+    _wait_for_cache()
+    app = make_app()
+    service = app.extensions["calendar"]
+    client = Client(app.test_client(), None)
+    query = {"start_date": "2027-01-01", "end_date": "2027-03-01"}
+    deadline = time.monotonic() + 20
+    while service.index._view is None or service.index._view.commit != service.store.head():
+        assert time.monotonic() < deadline, "the index did not catch up"
+        client.get("/events", query_string=query)
+        time.sleep(0.02)
+    first = client.get("/events", query_string=query)
+    assert first.status_code == 200
+    listed = first.get_json()["events"]
+    assert [e["title"] for e in listed].count("Weekly") == 3 and len(listed) == 8
+    events = [entry[1] for entry in service.catalog.current().files.values()
+              if entry[1] is not None and entry[1].resource.name == "events"]
+    assert events and all(record.packed_data is not None for record in events)
+    for record in events:
+        record.forget()
+    again = client.get("/events", query_string=query)
+    assert again.data == first.data
+    made = {record.slug for record in events if record._data is not None}
+    assert made <= {"weekly"}, made   # the series is read to make its occurrences

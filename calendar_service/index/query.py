@@ -109,7 +109,12 @@ def _page_within(view: IndexView, snapshot: Snapshot, q: EventQuery, user, windo
 
 
 def _page(view: IndexView, snapshot: Snapshot, q: EventQuery, rids, total: int) -> Page:
-    items = [occurrences.listed_record(snapshot, rid, view.site_tz) for rid in rids]
+    # an event the base lists as one of its own and that has not changed since is its record as
+    # it is: whether its file declares a series is not read again (that unpacks a record whose
+    # presented text is mostly kept already)
+    base, changed = view.base, view.extra
+    items = [snapshot.get(EVENTS, rid) if rid not in changed and base.single_event(rid)
+             else occurrences.listed_record(snapshot, rid, view.site_tz) for rid in rids]
     return Page([r for r in items if r is not None], total, q.page, q.per_page)
 
 

@@ -149,6 +149,7 @@ class BaseView(DocnumSets):
         new day's horizon needs a new base (no document is rewritten)."""
         self.commit = commit
         self.horizon = horizon
+        self.expanded = expand is not None   # series are their occurrences (else a series is one entry)
         self.source = whoosh_generation(ix)
         self.searcher = ix.searcher()
         reader = self.reader = self.searcher.reader()
@@ -247,6 +248,14 @@ class BaseView(DocnumSets):
         self._leaves = self._open_leaves(self.reader)
         self._lock = threading.Lock()
         return True
+
+    def single_event(self, rid: int) -> bool:
+        """Whether ``rid`` is listed as an event of its own, not as an occurrence of a series
+        (its file declares no recurrence, as read when the base was written)."""
+        if not self.expanded:
+            return False
+        slot = self.slot.get(rid)
+        return slot is not None and slot not in self.occurrence_positions
 
     def positions_of(self, rid: int) -> BitMap | None:
         """The positions an event id holds: its own, or all its occurrences' for a series."""
