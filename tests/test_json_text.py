@@ -1,4 +1,4 @@
-"""The JSON text of responses (``presenters.to_json``, written by orjson): the same text the
+"""The JSON text of responses (``json_text.to_json``, written by orjson): the same text the
 standard encoder writes (compact, UTF-8 characters as they are), so clients, ETags and the
 original's byte-for-byte samples see no change; what orjson refuses is written by the standard
 encoder, and what neither writes is refused as before.
@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from calendar_service.http.presenters import RawJSON, to_json
+from calendar_service.http.json_text import RawJSON, to_json
 
 HOSTILE = 'Quote " back\\slash /slash <b>&amp;</b> \u2028 \u00e9 \U0001f3b7 tab\t nl\n ctl\x01 del\x7f'
 

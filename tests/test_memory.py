@@ -13,7 +13,7 @@ from calendar_service.cli.importer import import_events
 from calendar_service.domain import record_files
 from calendar_service.domain.snapshot import Memo
 from calendar_service.http.call import encode_json
-from calendar_service.http.presenters import RawJSON
+from calendar_service.http.json_text import RawJSON
 from calendar_service.http.urls import STAND_IN, TOKEN, Urls, text_with_urls
 from calendar_service.storage.store import GitStore
 

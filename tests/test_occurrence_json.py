@@ -12,7 +12,7 @@ import pytest
 
 from calendar_service.http import occurrence_json
 from calendar_service.http.occurrence_json import Template, event_times
-from calendar_service.http.presenters import to_json
+from calendar_service.http.json_text import to_json
 from tests.conftest import Client
 from tests.test_event_filters import Content, settle
 

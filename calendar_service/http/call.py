@@ -10,7 +10,8 @@ from calendar_service.domain import permissions
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import Resource
 from calendar_service.http import i18n
-from calendar_service.http.presenters import Presenter, to_json
+from calendar_service.http.json_text import to_json
+from calendar_service.http.presenters import Presenter
 from calendar_service.http.urls import Urls
 from calendar_service.http.routing import Endpoint, Route
 from calendar_service.service.calendar import CalendarService

@@ -7,13 +7,11 @@ by the term endpoints, and as embedded in an event).
 from __future__ import annotations
 
 import json
-import secrets
 from datetime import timezone
-
-import orjson
 
 from calendar_service.domain.faults import FAULTS
 from calendar_service.http import json_ld, occurrence_json
+from calendar_service.http.json_text import RawJSON, to_json
 from calendar_service.http.urls import STAND_IN, Urls, neutral, text_with_urls, with_urls
 from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
@@ -22,66 +20,6 @@ from calendar_service.domain import text
 from calendar_service.domain.snapshot import Snapshot
 from calendar_service.domain.record import Record
 from calendar_service.domain.resources import CATEGORIES, EVENTS, ORGANIZERS, VENUES
-
-
-class RawJSON:
-    """JSON text that goes into a response body as it is (``call.encode_json`` splices it)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
-
-
-# orjson writes the same text as ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` (floats
-# may spell their exponent shorter: 1e-7, not 1e-07) at a quarter of its cost, and splices
-# embedded text itself (``orjson.Fragment``); datetimes and dataclasses are refused as the
-# standard encoder refuses them, not turned into text.
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-
-
-def _fragment(value):
-    if type(value) is RawJSON:
-        return orjson.Fragment(value.text)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def to_json(obj) -> str:
-    """The JSON text of an object as responses carry it (compact, UTF-8 characters as they
-    are); RawJSON values (already JSON) are spliced in as they are."""
-    try:
-        return orjson.dumps(obj, default=_fragment, option=_ORJSON_OPTIONS).decode()
-    except orjson.JSONEncodeError:   # what orjson refuses (keys that are not text, integers past
-        return _standard_json(obj)   # 64 bits, ...): the standard encoder's answer, or its error
-
-
-# With the standard encoder, a RawJSON value is written as a placeholder (random per process: no
-# content can spell it), the text split at it and the values put between the pieces, in the
-# order the encoder met them.
-_RAW_TOKEN = "raw-json-" + secrets.token_hex(8)
-_RAW_QUOTED = '"' + _RAW_TOKEN + '"'
-
-
-def _standard_json(obj) -> str:
-    fragments: list[str] = []
-
-    def raw(value):
-        if not isinstance(value, RawJSON):
-            raise TypeError(f"{type(value).__name__} is not JSON serializable")
-        fragments.append(value.text)
-        return _RAW_TOKEN
-
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=raw)
-    if not fragments:
-        return text
-    pieces = text.split(_RAW_QUOTED)
-    if len(pieces) != len(fragments) + 1:   # only a string equal to the token could do this
-        raise ValueError("a value holds the placeholder of embedded JSON text")
-    out = [pieces[0]]
-    for fragment, piece in zip(fragments, pieces[1:]):
-        out.append(fragment)
-        out.append(piece)
-    return "".join(out)
 
 
 def listed_json(presenter, records) -> list:
@@ -198,6 +136,7 @@ class Presenter:
         # commit (``_embed``): only where the event's text is all that is wanted (``_lasting_entry``)
         self.embed_text = False
         self._embedded: dict = {}   # ``_embed``'s key -> (the record, its text) for this presenter's caller
+        self._builder: Presenter | None = None
 
     def refs(self, record: Record, key: str) -> list[Record]:
         """The records an event's ``key`` names that the caller may see embedded."""
@@ -216,6 +155,17 @@ class Presenter:
             self._refs.clear()
         self._refs[id(record)] = (record, links)
         return links
+
+    def text_builder(self) -> "Presenter":
+        """The presenter building this one's remembered texts: the same caller and snapshot (the
+        same links), stand-in URLs, embedded records as text. One per presenter (a page asks for
+        each of its events)."""
+        builder = self._builder
+        if builder is None:
+            builder = self._builder = Presenter(self.snapshot, STAND_IN, self.site_tz, self.unlocked, self.user)
+            builder._refs, builder._embedded = self._refs, self._embedded
+            builder.embed_text = True
+        return builder
 
     def _guard(self, record: Record, obj: dict) -> dict:
         if record.data.get("password") and not self.unlocked(record):
@@ -530,10 +480,7 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
         if found is not None and len(found[0]) == len(basis) and all(
                 a is b or (type(a) is int and a == b) for a, b in zip(found[0], basis)):
             return found[1]
-    builder = Presenter(presenter.snapshot, STAND_IN, presenter.site_tz, presenter.unlocked, presenter.user)
-    builder._refs = presenter._refs   # the same caller and snapshot: the same refs
-    builder._embedded = presenter._embedded
-    builder.embed_text = True
+    builder = presenter.text_builder()
     if occurrence_json.templated(record, single):   # its series' shared text, its own ids and dates put in
         found = occurrence_json.entry(presenter.snapshot.memo, presenter.viewer, record,
                                       lambda: builder._build(record, single), to_json,
