@@ -52,3 +52,50 @@ def test_the_commits_of_another_worker_are_read_without_a_git_process(admin, fac
         assert tuple(snapshot.file_dates[path]) == tuple(fresh.file_dates[path]), path
     assert snapshot.get(EVENTS, event["id"]).title == "After"
     other.close()
+
+
+def _git_raw(root, old: str, new: str, whole: bool) -> dict:
+    out = subprocess.run(["git", "-C", str(root), "diff-tree", "-r", "--no-renames", "--no-abbrev", "-z", old, new,
+                          *([] if whole else ["--", *CONTENT_FOLDERS])], capture_output=True, check=True).stdout
+    fields = out.split(b"\0")
+    found = {}
+    for meta, path in zip(fields[0::2], fields[1::2]):
+        old_mode, new_mode, old_sha, new_sha, status = meta.lstrip(b":").decode().split()
+        zero = "0" * 40
+        found[path.decode()] = (int(old_mode, 8), int(new_mode, 8), None if old_sha == zero else old_sha,
+                                None if new_sha == zero else new_sha, status)
+    return found
+
+
+def test_two_commits_are_diffed_in_process_as_git_diffs_them(repo, make_app):
+    """The in-process diff (``history.tree_diff``: versions of a folder compared by their entries'
+    bytes, only the differing ones read) gives git's answer: added, changed, deleted files in
+    nested folders, a folder emptied, new folders, files beside the content folders, both ways
+    and between equal commits; a file turned into a folder is left to git."""
+    from calendar_service.storage.history import tree_diff
+    make_app()   # makes the repository
+    repo.commit_files({f"events/2030/0{m}/e{m}-{k}.md": f"---\nid: {100 + 10 * m + k}\ntitle: E{k}\n---\n"
+                       for m in range(1, 4) for k in range(6)} | {"venues/hall.yaml": "id: 9\nvenue: Hall\n",
+                                                                  "README.md": "hello\n"})
+    old = repo.head()
+    repo.commit_files({"events/2030/01/e1-0.md": "---\nid: 110\ntitle: Changed\n---\n",   # changed
+                       "events/2030/01/e1-9.md": "---\nid: 119\ntitle: New\n---\n",        # added
+                       **{f"events/2030/02/e2-{k}.md": None for k in range(6)},            # a folder emptied
+                       "events/2031/05/far.md": "---\nid: 300\ntitle: Far\n---\n",         # new folders
+                       "venues/hall.yaml": None, "README.md": "changed\n"})
+    new = repo.head()
+    store = GitStore(repo.root)
+    try:
+        for whole in (False, True):
+            for a, b in ((old, new), (new, old), (old, old)):
+                found = tree_diff(store._objects, a, b, whole)
+                assert found is not None
+                assert {p: (c.old_mode, c.new_mode, c.old_sha, c.new_sha, c.status) for p, c in found.items()} == \
+                    _git_raw(repo.root, a, b, whole)
+        assert "README.md" in tree_diff(store._objects, old, new, True)
+        assert "README.md" not in tree_diff(store._objects, old, new, False)
+        # a file that becomes a folder: git's own order of the two, so git answers
+        repo.commit_files({"events/2030/03/e3-0.md": None, "events/2030/03/e3-0.md/inner.md": "---\nid: 130\n---\n"})
+        assert tree_diff(store._objects, new, repo.head(), False) is None
+    finally:
+        store.close()

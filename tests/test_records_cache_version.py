@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 10
-PINNED_DIGEST = '34f0f4a9dc905d5321018a48fd5cb5bbf104df4cba4c08f0fd7aa689f7a3afb4'
+PINNED_FORMAT = 11
+PINNED_DIGEST = 'cb3965729d9c4a05df20e68030d29334697cad45a9bb739e8913612374bc5d05'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

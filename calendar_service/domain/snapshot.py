@@ -28,6 +28,9 @@ REF_KEYS = tuple(EVENT_REFERENCES)
 # matches only their titles for most callers: found without reading every event's data)
 PROTECTED = ("password", "")
 NO_EVENTS = BitMap()   # the events of a term no event names (shared: never changed)
+# steps of derivation a snapshot remembers the changes of (``Snapshot.changed_after``): more than
+# a group of writes (storage.grouping.GROUP_LIMIT) publishes at once
+CHANGES_KEPT = 32
 
 
 class Stale(NamedTuple):
@@ -231,9 +234,14 @@ class Snapshot:
         # while both bitmaps are the same objects (a bitmap is copied before it changes)
         self._counts: dict = previous._counts if previous is not None else {}
         # (previous commit, paths changed since) when derived from a previous snapshot: the search
-        # index derives its next generation from the same changes
+        # index derives its next generation from the same changes; ``derivation`` holds the last
+        # CHANGES_KEPT such steps (a group of writes is a snapshot per commit, and the index
+        # catches up with all of them at once)
         self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
             else None
+        self.derivation: tuple = ()
+        if self.changed_since is not None:
+            self.derivation = previous.derivation[1 - CHANGES_KEPT:] + (self.changed_since,)
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
         self._seniority = seniority
@@ -251,6 +259,17 @@ class Snapshot:
         if (previous is None or changed is None or previous._conflicts or previous.unassigned
                 or previous.displaced or previous.reslugged or not _advanced(self, previous, changed)):
             self._build()
+
+    def changed_after(self, commit: str) -> frozenset | None:
+        """The paths that may differ between ``commit`` and this snapshot's, when this snapshot
+        was derived from it in the last CHANGES_KEPT steps (None otherwise): the union of each
+        step's changes since."""
+        paths: set = set()
+        for since, changed in reversed(self.derivation):
+            paths |= changed
+            if since == commit:
+                return frozenset(paths)
+        return None
 
     @property
     def needs_ids(self) -> bool:

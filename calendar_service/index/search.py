@@ -80,10 +80,8 @@ def import_searching() -> None:
 def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
     """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
     or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""
-    since = getattr(snapshot, "changed_since", None)
-    if since is not None and since[0] == commit:
-        paths = since[1]
-    else:
+    paths = snapshot.changed_after(commit)
+    if paths is None:
         try:
             if not store.is_ancestor(commit, snapshot.commit):
                 return None

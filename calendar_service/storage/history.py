@@ -9,7 +9,6 @@ from typing import Callable, NamedTuple
 import git
 
 from calendar_service.storage import readers
-from calendar_service.storage.guard import tree_list
 from calendar_service.storage.gitcmd import CONTENT_FOLDERS, EMPTY_TREE, MAX_PATH_ARGUMENTS, SHA, Git
 from calendar_service.storage.objects import ObjectStore, blob_sha
 
@@ -57,27 +56,38 @@ def tree_diff(objects: ObjectStore, old: str, new: str, whole_tree: bool) -> dic
     """``CommitLog.diff_tree`` read in process for two commits whose trees differ in a few
     folders (the commits another process of the service wrote: no git process started under
     the write lock or by the follower); None when it would read more than NEAR_TREES trees or
-    meets anything but plain files and folders (then git answers)."""
+    meets anything but plain files and folders where they differ (then git answers).
+
+    Two versions of a folder are compared by their entries' raw bytes (mode, name, id) as sets:
+    only the entries that differ are read (the parsed trees are the object store's, shared with
+    the writes, which built most of them)."""
     budget = [NEAR_TREES]
     found: dict[str, readers.RawChange] = {}
 
-    def entries(tree: bytes | None) -> dict[bytes, tuple[int, bytes]] | None:
+    def entries(tree: bytes | None) -> list[bytes] | None:
         if tree is None:
-            return {}
+            return []
         budget[0] -= 1
         if budget[0] < 0:
             return None
-        listed = {name: (int(mode, 8), sha) for mode, name, sha in tree_list(objects.read_tree(tree))}
-        return listed if all(mode in NEAR_MODES for mode, _ in listed.values()) else None
+        return objects.parsed_tree(tree).entries
 
     def walk(before: bytes | None, after: bytes | None, prefix: str) -> bool:
         a, b = entries(before), entries(after)
         if a is None or b is None:
             return False
-        for name in sorted(a.keys() | b.keys()):
-            one, two = a.get(name), b.get(name)
-            if one == two:
-                continue
+        sides: dict[bytes, list] = {}
+        for side, raws in ((0, set(a).difference(b)), (1, set(b).difference(a))):
+            for raw in raws:
+                nul = raw.index(b"\0")   # the name holds none (the binary id may)
+                head, sha = raw[:nul], raw[nul + 1:]
+                mode, _, name = head.partition(b" ")
+                mode = int(mode, 8)
+                if mode not in NEAR_MODES:
+                    return False
+                sides.setdefault(name, [None, None])[side] = (mode, sha)
+        for name in sorted(sides):
+            one, two = sides[name]
             path = prefix + name.decode("utf-8", "surrogateescape")
             if not prefix and not whole_tree and path not in CONTENT_FOLDERS:
                 continue

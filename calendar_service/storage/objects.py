@@ -28,7 +28,7 @@ FILE_MODES = (0o100644, 0o100755)
 LOOSE_OBJECT_MODE = 0o444     # git's own loose objects are read-only
 SHA_BYTES = 20                # a binary object id
 WRITTEN_ROOTS = 16        # see ObjectStore._written_roots
-TREE_CACHE_SIZE = 16          # parsed trees kept: the root and the five folders of the last few commits
+TREE_CACHE_SIZE = 24          # parsed trees kept: the root and the folders of the last few commits written or diffed
 # zlib level of the objects in a pack: git's default for loose objects (core.looseCompression = 1). A
 # big folder's tree is rewritten by every write to it: level 6 costs far more time for few fewer bytes.
 PACK_COMPRESSION = 1
@@ -233,6 +233,7 @@ class ObjectStore:
         self.root = Path(root)
         self._repo: git.Repo | None = None
         self._trees: dict[bytes, Tree] = {}
+        self._trees_lock = threading.Lock()   # writers hold the store's lock, diffs of any thread do not
         self._io = threading.RLock()
         self._pending: dict[bytes, tuple[bytes, bytes]] = {}   # objects of the commit being built
         # root trees of the last commits written here: the next write builds on one of them (in a
@@ -338,19 +339,24 @@ class ObjectStore:
         data = self.read(bytes.fromhex(commit))
         return bytes.fromhex(data[len(b"tree "):len(b"tree ") + 2 * SHA_BYTES].decode())
 
-    def _tree(self, tree_sha: bytes) -> Tree:
-        """The parsed tree ``tree_sha`` (from the cache when recently used)."""
-        tree = self._trees.get(tree_sha)
+    def parsed_tree(self, tree_sha: bytes) -> Tree:
+        """The parsed tree ``tree_sha`` (from the cache when recently used; never to be changed:
+        ``Tree.copy`` first). Safe from any thread."""
+        with self._trees_lock:
+            tree = self._trees.get(tree_sha)
         if tree is None:
-            tree = Tree.parse(self.read(tree_sha))
+            tree = Tree.parse(self.read_tree(tree_sha))
             self._remember(tree_sha, tree)
         return tree
 
+    _tree = parsed_tree
+
     def _remember(self, tree_sha: bytes, tree: Tree) -> None:
         """Cache a parsed tree, dropping the oldest past TREE_CACHE_SIZE."""
-        if len(self._trees) >= TREE_CACHE_SIZE:
-            self._trees.pop(next(iter(self._trees)))
-        self._trees[tree_sha] = tree
+        with self._trees_lock:
+            while len(self._trees) >= TREE_CACHE_SIZE:
+                self._trees.pop(next(iter(self._trees)))
+            self._trees[tree_sha] = tree
 
     def entries_at(self, commit: str | None, paths) -> dict[str, tuple[int, str]]:
         """(mode, object id in hex) of those ``paths`` that are files at ``commit``, read in
