@@ -99,3 +99,26 @@ def test_two_commits_are_diffed_in_process_as_git_diffs_them(repo, make_app):
         assert tree_diff(store._objects, new, repo.head(), False) is None
     finally:
         store.close()
+
+
+def test_a_snapshot_knows_what_changed_since_each_of_its_recent_ancestors(app, factory, repo):
+    """``Snapshot.changed_after``: the files changed since any of the last CHANGES_KEPT commits it
+    was derived through (what the search index needs to catch up with a group of writes), None
+    for a commit it was not derived from; the same files git's diff names."""
+    from calendar_service.domain.snapshot import CHANGES_KEPT
+    catalog = app.extensions["calendar"].catalog
+    factory.event(title="First")
+    start = catalog.current().commit
+    for title in ("Second", "Third", "Fourth"):
+        factory.event(title=title)
+    venue = factory.venue()
+    snapshot = catalog.current()
+    assert snapshot.commit == repo.head()
+    assert snapshot.changed_after(start) == set(git_diff(repo.root, start, snapshot.commit))
+    assert len([p for p in snapshot.changed_after(start) if p.startswith("events/")]) == 3
+    assert snapshot.changed_after(snapshot.commit) is None   # not derived from itself
+    assert snapshot.changed_after("0" * 40) is None
+    assert any(path.startswith("venues/") for path in snapshot.changed_after(start)) and venue["id"]
+    for n in range(CHANGES_KEPT):
+        factory.tag(name=f"Tag {n}")
+    assert catalog.current().changed_after(start) is None   # beyond the steps kept: git answers
