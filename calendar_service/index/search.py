@@ -56,6 +56,7 @@ BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more me
 # series counts as one file), or past MAX_EXTRA_DOCS documents (lists would match too many one by one).
 REBASE_EXTRA = 200
 FOLLOW_DELAY_SECONDS = 0.1   # the index on disk follows a new generation after this pause
+FOLLOW_BUSY_SECONDS = 0.5    # and while writes keep coming, at most once per this long
 MAX_EXTRA = 2000
 MAX_EXTRA_DOCS = 50_000
 # ``update_now`` rebuilds the whole index rather than apply changes to more than 1/REBUILD_SHARE of the events
@@ -94,10 +95,14 @@ def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
 def _follow_loop(index: "SearchIndex") -> None:
     """The background thread of ``SearchIndex._follow``: sync to the newest snapshot asked for
     until none is waiting."""
+    delay = FOLLOW_DELAY_SECONDS
     while True:
         # let the request that derived the generation finish first (the index writer would share
-        # the interpreter with it), and take the writes that follow at once in one sync
-        time.sleep(FOLLOW_DELAY_SECONDS)
+        # the interpreter with it), and take the writes that follow at once in one sync; while
+        # writes keep coming, one sync per FOLLOW_BUSY_SECONDS (lists read the changes from the
+        # snapshots meanwhile: the index on disk is what a new base and a start read)
+        time.sleep(delay)
+        delay = FOLLOW_BUSY_SECONDS
         with index._lock:
             wanted, index._wanted = index._wanted, None
             if wanted is None:
