@@ -713,3 +713,15 @@ def test_incremental_snapshots_equal_a_full_build(app, admin, factory, repo):
         for tag in fresh.all(TAGS):
             assert incremental.published_count("tags", tag) == fresh.published_count("tags", tag), step
         assert len(incremental.all(EVENTS)) == len(fresh.all(EVENTS))
+
+
+def test_a_failing_git_command_is_named_with_its_exit_status_when_git_says_nothing(tmp_path):
+    """An operator reads which git command failed (not ``-c``, an option of it) and how, even
+    when git wrote nothing on its standard error (``git diff --quiet`` of two different files)."""
+    from calendar_service.storage.errors import StoreError
+    from calendar_service.storage.gitcmd import Git
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "b.txt").write_text("two\n")
+    with pytest.raises(StoreError) as failed:
+        Git(tmp_path).run("-c", "core.quotePath=false", "diff", "--quiet", "--no-index", "a.txt", "b.txt")
+    assert str(failed.value) == "git diff failed: exit status 1"

@@ -26,6 +26,14 @@ def clean_env() -> dict:
     return env
 
 
+def command_name(args) -> str:
+    """The git command of ``args`` (its first word that is not an option or a ``-c`` value)."""
+    for i, arg in enumerate(args):
+        if not arg.startswith("-") and (i == 0 or args[i - 1] != "-c"):
+            return arg
+    return args[0] if args else "git"
+
+
 class Git:
     """Runs git commands in one repository's folder."""
 
@@ -45,8 +53,8 @@ class Git:
         """The standard output of ``git args``. Raises StoreError when git fails (with ``check``)."""
         proc = subprocess.run(self.argv(*args), input=input, capture_output=True, env=self.env)
         if check and proc.returncode != 0:
-            message = self.safe(proc.stderr.decode("utf-8", "replace").strip())
-            raise StoreError(f"git {args[0]} failed: {message}")
+            message = self.safe(proc.stderr.decode("utf-8", "replace").strip()) or f"exit status {proc.returncode}"
+            raise StoreError(f"git {command_name(args)} failed: {message}")
         return proc.stdout
 
     def succeeds(self, *args: str) -> bool:
