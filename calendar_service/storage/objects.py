@@ -349,7 +349,6 @@ class ObjectStore:
             self._remember(tree_sha, tree)
         return tree
 
-    _tree = parsed_tree
 
     def _remember(self, tree_sha: bytes, tree: Tree) -> None:
         """Cache a parsed tree, dropping the oldest past TREE_CACHE_SIZE."""
@@ -369,12 +368,12 @@ class ObjectStore:
             *folders, name = path.split("/")
             tree_sha: bytes | None = root
             for folder in folders:
-                tree_sha = self._tree(tree_sha).get(folder.encode("utf-8"), TREE_MODE)
+                tree_sha = self.parsed_tree(tree_sha).get(folder.encode("utf-8"), TREE_MODE)
                 if tree_sha is None:
                     break
             if tree_sha is None:
                 continue
-            entry = self._tree(tree_sha).entry(name.encode("utf-8"))
+            entry = self.parsed_tree(tree_sha).entry(name.encode("utf-8"))
             if entry is not None:
                 found[path] = entry
         return found
@@ -387,7 +386,7 @@ class ObjectStore:
         Parsed trees are kept sorted in memory (git's order), so a write touching one file
         of a 100,000-file folder costs a bisect and a join, not a parse and a sort.
         """
-        tree = self._tree(tree_sha).copy() if tree_sha is not None else Tree([], [])
+        tree = self.parsed_tree(tree_sha).copy() if tree_sha is not None else Tree([], [])
         for name, change in changes.items():
             encoded = name.encode("utf-8")
             if isinstance(change, dict):
