@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 11
-PINNED_DIGEST = 'cb3965729d9c4a05df20e68030d29334697cad45a9bb739e8913612374bc5d05'
+PINNED_DIGEST = 'ebdd0c6ba4ecb39c948e00efa6d02a45e578c04be97f140a792e3c3d4b7b66da'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

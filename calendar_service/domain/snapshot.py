@@ -233,15 +233,13 @@ class Snapshot:
         # (reference key, term id, slug) -> (the bitmaps counted, count), shared by derived snapshots: used
         # while both bitmaps are the same objects (a bitmap is copied before it changes)
         self._counts: dict = previous._counts if previous is not None else {}
-        # (previous commit, paths changed since) when derived from a previous snapshot: the search
-        # index derives its next generation from the same changes; ``derivation`` holds the last
-        # CHANGES_KEPT such steps (a group of writes is a snapshot per commit, and the index
-        # catches up with all of them at once)
-        self.changed_since = (previous.commit, frozenset(changed)) if previous is not None and changed is not None \
-            else None
+        # the last CHANGES_KEPT steps this snapshot was derived through, oldest first, each (previous
+        # commit, paths changed since): the search index derives its next generation from the same
+        # changes (a group of writes is a snapshot per commit, and the index catches up with all
+        # of them at once)
         self.derivation: tuple = ()
-        if self.changed_since is not None:
-            self.derivation = previous.derivation[1 - CHANGES_KEPT:] + (self.changed_since,)
+        if previous is not None and changed is not None:
+            self.derivation = previous.derivation[1 - CHANGES_KEPT:] + ((previous.commit, frozenset(changed)),)
         # seniority(paths) -> {path: rank}: which file entered history first (lowest rank) keeps an
         # id two files claim; without it (a working tree, no git) the path order decides
         self._seniority = seniority
@@ -259,6 +257,11 @@ class Snapshot:
         if (previous is None or changed is None or previous._conflicts or previous.unassigned
                 or previous.displaced or previous.reslugged or not _advanced(self, previous, changed)):
             self._build()
+
+    @property
+    def changed_since(self) -> tuple | None:
+        """(previous commit, paths changed since) when derived from a previous snapshot, else None."""
+        return self.derivation[-1] if self.derivation else None
 
     def changed_after(self, commit: str) -> frozenset | None:
         """The paths that may differ between ``commit`` and this snapshot's, when this snapshot

@@ -349,7 +349,6 @@ class ObjectStore:
             self._remember(tree_sha, tree)
         return tree
 
-
     def _remember(self, tree_sha: bytes, tree: Tree) -> None:
         """Cache a parsed tree, dropping the oldest past TREE_CACHE_SIZE."""
         with self._trees_lock:
