@@ -32,9 +32,10 @@ from pyroaring import BitMap
 from calendar_service.domain import permissions
 from calendar_service.domain.queries import search_words
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import whoosh_internals
+from calendar_service.index import base_file, whoosh_internals
 from calendar_service.index.schema import SERIES_FLAG, rid_of_path
-from calendar_service.index.windowed import DocnumSets, Window, leaf_posting_blocks, segment_sets, status_sets
+from calendar_service.index.windowed import (WINDOW_BLOCK, DocnumSets, Window, leaf_posting_blocks, segment_sets,
+                                             status_sets)
 
 # Cached answers kept per base before the cache is emptied (memory stays bounded whatever
 # the callers ask): visibility sets per (statuses, user), text searches, term sets.
@@ -128,6 +129,13 @@ class Slots:
             else:
                 sparse[rid] = position
 
+    @classmethod
+    def of(cls, dense: array, sparse: dict) -> Slots:
+        """Slots of a base kept in a file (``base_file``): its dense array and sparse ids as they were."""
+        slots = cls.__new__(cls)
+        slots._dense, slots._sparse = dense, sparse
+        return slots
+
     def get(self, rid, default=None):
         if type(rid) is int and 0 <= rid < len(self._dense):
             position = self._dense[rid]
@@ -153,6 +161,26 @@ class BaseView(DocnumSets):
         self.source = whoosh_generation(ix)
         self.searcher = ix.searcher()
         reader = self.reader = self.searcher.reader()
+        # a base without series depends on the Whoosh generation alone: kept beside it (``base_file``)
+        kept = base_file.read(self.source[0], reader, commit, WINDOW_BLOCK) if self.expanded else None
+        self.restored = kept is not None   # loaded from the file, not read from Whoosh
+        if kept is not None:
+            self._restore(kept)
+        else:
+            self._read(reader, expand)
+            if self.expanded and not self._series_docs:
+                base_file.write(self.source[0], reader, commit, base_file.columns_of(self), WINDOW_BLOCK)
+        self._leaves = self._open_leaves(reader)
+        self.all = BitMap(range(self.size))
+        self._visible: dict = {}
+        self._sets: dict[tuple[str, str], BitMap] = {}
+        self._searches: dict[str, BitMap] = {}
+        self._docnums: dict[tuple[str, str], BitMap] = {}
+        self._docnum_bytes = 0
+        self._lock = threading.Lock()
+
+    def _read(self, reader, expand) -> None:
+        """Build the base from the Whoosh generation ``reader`` reads."""
         live = live_docnums(reader)
         rid = start = end = pub = []
         if live:  # whoosh has no columns to read in an index without documents
@@ -210,9 +238,7 @@ class BaseView(DocnumSets):
         self._series_docs = BitMap(series_docs)
         if series_docs:
             self._blocks = [block - self._series_docs for block in self._blocks]
-        self._leaves = self._open_leaves(reader)
         self.occurrence_positions = BitMap.union(BitMap(), *self.owned.values())
-        self.all = BitMap(range(size))
         # duration classes: (shortest, longest duration, positions), longest class last
         durations = list(map(sub, self.ends, self.starts))
         # a duration's class is its bit length (in C) unless it is negative (an end before its start)
@@ -225,12 +251,16 @@ class BaseView(DocnumSets):
             first += count
             spread = list(map(durations.__getitem__, members))
             self.classes.append((min(spread), max(spread), BitMap(members)))
-        self._visible: dict = {}
-        self._sets: dict[tuple[str, str], BitMap] = {}
-        self._searches: dict[str, BitMap] = {}
-        self._docnums: dict[tuple[str, str], BitMap] = {}
-        self._docnum_bytes = 0
-        self._lock = threading.Lock()
+
+    def _restore(self, kept: dict) -> None:
+        """The base ``base_file.columns_of`` kept (a base without series), as read from its file."""
+        self.size, self.starts, self.pubs, self.rids, self.ends, self._docnum_of, self._pos, self._blocks = map(
+            kept.__getitem__, ("size", "starts", "pubs", "rids", "ends", "docnum_of", "pos", "blocks"))
+        self._block = WINDOW_BLOCK
+        self.slot = Slots.of(kept["slot_dense"], dict(zip(kept["slot_sparse_ids"], kept["slot_sparse_positions"])))
+        self.members, self.owned, self.special, self.parents = {}, {}, {}, {}
+        self._series_docs, self.occurrence_positions = BitMap(), BitMap()
+        self.classes = list(zip(kept["class_min"], kept["class_max"], kept["class_members"]))
 
     @staticmethod
     def _open_leaves(reader) -> list:
