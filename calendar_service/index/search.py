@@ -404,7 +404,9 @@ class SearchIndex:
     def rebuild_now(self, snapshot: Snapshot, progress=None) -> int:
         """Rebuild the whole index for ``snapshot`` (waits for any other writer). Returns the count."""
         with self._writer_lock(True):
-            return self.rebuild(snapshot, progress, reason="asked for (rebuild_now)")
+            count = self.rebuild(snapshot, progress, reason="asked for (rebuild_now)")
+        self.keep_base(snapshot)
+        return count
 
     def update_now(self, snapshot: Snapshot, store, progress=None) -> int:
         """Bring the index on disk to ``snapshot`` now, waiting for any other writer; returns how
@@ -423,7 +425,22 @@ class SearchIndex:
         else:
             why = None
         self.sync(snapshot, store, changes, since, blocking=True, progress=progress, why=why)
+        self.keep_base(snapshot)
         return events if changes is None else len(changes)
+
+    def keep_base(self, snapshot: Snapshot) -> bool:
+        """Read the base of the index on disk once when it is at ``snapshot``'s commit, so that
+        its file is kept beside the generation (``base_file``) and the next start loads it instead
+        of reading Whoosh: what the commands that bring the index to a commit (``reindex``,
+        ``import``) do last. Best effort: False (logged) when the base could not be read."""
+        if not snapshot.commit or (self.state() or {}).get("commit") != snapshot.commit:
+            return False
+        try:
+            read_view(self, snapshot, occurrences.horizon(self.horizon_months)).close()
+        except Exception as exc:   # the next start reads it from Whoosh, as without the file
+            log.warning("could not read the index base to keep it (%s)", exc)
+            return False
+        return True
 
     def sync(self, snapshot: Snapshot, store, changes=None, since: str | None = None, blocking: bool = False,
              progress=None, why: str | None = None) -> bool:
