@@ -14,7 +14,7 @@ from calendar_service.domain import record_files
 from calendar_service.domain.snapshot import Memo
 from calendar_service.http.call import encode_json
 from calendar_service.http.json_text import RawJSON
-from calendar_service.http.urls import STAND_IN, TOKEN, Urls, text_with_urls
+from calendar_service.http.urls import STAND_IN, TOKEN, StandInText, Urls, neutral, text_with_urls
 from calendar_service.storage.store import GitStore
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
@@ -114,6 +114,31 @@ def test_the_callers_urls_replace_whole_stand_ins_wherever_they_stand():
     # a token no stand-in put there (it cannot come from content) is left as it is, the rest put in
     odd = shaped(STAND_IN) + f"bare-{TOKEN}.invalid"
     assert text_with_urls(odd, urls) == shaped(urls) + f"bare-{TOKEN}.invalid"
+
+
+def test_a_remembered_text_is_kept_cut_where_the_stand_ins_stand_and_gives_what_replacing_gives():
+    """``StandInText`` (what the presented-text memos keep) puts URLs in by one join: the same text
+    as replacing every stand-in, for any host, the stand-in text and the tag's neutral text back."""
+    sites = (Urls(rest_base="https://ex.org/blog/wp-json/tribe/events/v1", site="https://ex.org/blog"),
+             Urls(rest_base="http://localhost:8080/calendar/events/v1", site="http://localhost:8080"),
+             Urls(rest_base="https://d\u00e9j\u00e0.example/calendar/events/v1", site="https://d\u00e9j\u00e0.example"))
+
+    def shaped(u: Urls) -> str:
+        return json.dumps({"rest_url": u.rest("events", 5), "url": u.site + "/event/x/", "global_id": u.global_id(5),
+                           "glued": [u.site, u.host_path + u.rest_base, u.global_id(6) + u.site], "last": u.host_path},
+                          ensure_ascii=False, separators=(",", ":"))
+    built = shaped(STAND_IN)
+    odd = f"{TOKEN}{built}bare-{TOKEN}.invalid{TOKEN}"   # tokens no stand-in put there stay as they are
+    for text in (built, built[:-1] + STAND_IN.site, STAND_IN.host_path + built, odd, "no stand-in here", ""):
+        cut = StandInText(text)
+        assert cut.stand_in() == text
+        assert text is odd or cut.neutral() == neutral(text)
+        for urls in sites:
+            assert cut.with_urls(urls) == text_with_urls(text, urls)
+        assert len(cut) >= len(text)   # weighed with its pieces
+    assert StandInText(built).with_urls(sites[0]) == shaped(sites[0])
+    assert len(StandInText(built).pieces) == built.count(TOKEN) + 1
+    assert TOKEN not in StandInText(built).neutral()   # one tag on every worker and replica
 
 
 def test_a_record_keeps_its_search_words_as_one_compact_string_matched_by_word_beginnings():

@@ -12,7 +12,7 @@ from datetime import timezone
 from calendar_service.domain.faults import FAULTS
 from calendar_service.http import json_ld, occurrence_json
 from calendar_service.http.json_text import RawJSON, to_json
-from calendar_service.http.urls import STAND_IN, Urls, neutral, text_with_urls, with_urls
+from calendar_service.http.urls import STAND_IN, StandInText, Urls, with_urls
 from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
 from calendar_service.domain import dates, permissions, record_files
@@ -204,9 +204,9 @@ class Presenter:
         """The JSON text of ``present(record, single)``.
 
         The text is remembered for the snapshot's commit (content is immutable per commit), once
-        for every host: built with stand-in URLs (``urls.STAND_IN``), the caller's put in by
-        plain replacement. One compact string per record and viewer, not a tree of objects per
-        host. Records that involve a password are built for each call: what they show depends
+        for every host: built with stand-in URLs (``urls.STAND_IN``), kept cut where they stand
+        (``urls.StandInText``), the caller's put in by one join. One compact text per record and
+        viewer, not a tree of objects per host. Records that involve a password are built for each call: what they show depends
         on the caller.
         """
         entry = self._entry(record, single)
@@ -214,16 +214,16 @@ class Presenter:
             return to_json(self._build(record, single))
         text, lineage = entry
         if lineage:   # a stored lineage entry may equal the global_id at these URLs: listed once
-            return to_json(with_urls(json.loads(text), self.urls))
-        return text_with_urls(text, self.urls)
+            return to_json(with_urls(json.loads(text.stand_in()), self.urls))
+        return text.with_urls(self.urls)
 
     def tag_text(self, record: Record, single: bool = False) -> str:
         """What an ETag of ``present_json(record, single)`` hashes: its text as remembered, the
         same for every host (``urls.neutral``); the text itself when a password is involved."""
         entry = self._entry(record, single)
-        return self.present_json(record, single) if entry is None else neutral(entry[0])
+        return self.present_json(record, single) if entry is None else entry[0].neutral()
 
-    def _entry(self, record: Record, single: bool) -> tuple[str, bool] | None:
+    def _entry(self, record: Record, single: bool) -> tuple[StandInText, bool] | None:
         """(text with stand-in URLs, lineage to deduplicate) of ``record`` for this viewer, or None
         when a password is involved."""
         # an occurrence listed under its series' id is not the series (domain.occurrences)
@@ -468,7 +468,7 @@ def _basis(presenter: "Presenter", record: Record) -> tuple:
     return tuple(parts)
 
 
-def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: bool) -> tuple[str, bool]:
+def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: bool) -> tuple[StandInText, bool]:
     """The (text, lineage) entry of ``present_json``, taken from an earlier commit's when the
     record and everything its text shows of other records are still the same (after a write,
     the events a page lists mostly are): the records themselves (a changed file is a new
@@ -487,8 +487,8 @@ def _lasting_entry(presenter: "Presenter", key: tuple, record: Record, single: b
                                       lambda: _shows_stored_lineage(builder, record),
                                       STAND_IN, builder.event_zone(record))
         if found is not None:
-            return found
-    text = to_json(builder._build(record, single))
+            return StandInText(found[0]), found[1]
+    text = StandInText(to_json(builder._build(record, single)))
     entry = (text, _shows_stored_lineage(builder, record))
     if basis is not None:
         lasting.put(key, (basis, entry), len(entry[0]))
