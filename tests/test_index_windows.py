@@ -168,3 +168,36 @@ def test_a_retired_base_says_its_reader_is_closed(small_limits, make_app, repo):
     base.close()
     with pytest.raises(ReaderClosed):
         base.docnums("status", "publish")
+
+
+def test_the_end_bounds_are_remembered_per_set_and_bounds_and_answer_as_worked_out(make_app, repo, monkeypatch):
+    """``BaseView.end_filter`` remembers its answers by the events asked about and the bounds (the
+    pages of one list ask the same): a remembered answer is the worked-out one, another set or
+    other bounds are worked out again, and the memo stays bounded."""
+    from pyroaring import BitMap
+
+    from calendar_service.index import view as index_view
+    monkeypatch.setattr(index_view, "MAX_END_FILTERS", 5)
+    rng = random.Random(41)
+    app = make_app()
+    _calendar(rng, repo)
+    svc = app.extensions["calendar"]
+    settle(svc, Client(app.test_client(), None), repo)
+    base = svc.index._view.base
+    assert base.classes and base.size > 100
+
+    def by_hand(matched, emin, emax):
+        return BitMap(p for p in matched if (emin is None or base.ends[p] >= emin) and (emax is None or base.ends[p] <= emax))
+
+    ends = sorted(base.ends)
+    for _ in range(40):
+        matched = BitMap(rng.sample(range(base.size), rng.randint(0, base.size)))
+        emin, emax = rng.choice([None, *ends]), rng.choice([None, *ends])
+        first = base.end_filter(matched, emin, emax)
+        assert first == by_hand(matched, emin, emax)
+        assert base.end_filter(BitMap(matched), emin, emax) is first   # an equal set: remembered
+        assert len(base._ended) <= 5
+    evens, odds = BitMap(range(0, base.size, 2)), BitMap(range(1, base.size, 2))
+    for bounds in ((None, ends[-1]), (ends[len(ends) // 3], None)):   # the same bounds, other sets
+        assert base.end_filter(evens, *bounds) == by_hand(evens, *bounds)
+        assert base.end_filter(odds, *bounds) == by_hand(odds, *bounds)
