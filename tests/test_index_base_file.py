@@ -201,3 +201,52 @@ def test_a_base_that_cannot_be_kept_is_served_all_the_same(make_app, calendar, p
     second = make_app()
     assert _base(second).restored is False
     assert _lists(second) == _lists(first)
+
+
+def test_once_the_index_on_disk_rests_a_child_process_keeps_its_base_for_the_next_start(
+        make_app, app, calendar, factory, monkeypatch, caplog):
+    from calendar_service.index import search
+    monkeypatch.setattr(search, "KEEP_BASE_MIN_EVENTS", 0)
+    monkeypatch.setattr(search, "KEEP_BASE_QUIET_SECONDS", 0.3)
+    for n in range(2):   # the second write moves the pause on: one child for both
+        added = factory.event(title=f"Kept after a pause {n}", start_date="2031-01-10 10:00:00",
+                              end_date="2031-01-10 11:00:00")
+    _index_quiet(120)   # the follow thread, then the keeper's pause and its child process
+    assert "failed" not in caplog.text
+    # without the child, the first start after the writes would read Whoosh (the test above)
+    second = make_app()
+    assert _base(second).restored is True
+    assert added["id"] in _lists(second)[QUERIES[3]][0]
+
+
+def test_the_child_keeps_nothing_while_a_sync_holds_the_index_or_for_series(make_app, factory, paths):
+    import subprocess
+    import sys
+
+    from calendar_service.index import generations
+
+    def child(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "calendar_service.index.keep_base", *args],
+                              capture_output=True, text=True, timeout=120)
+    factory.event(title="Kept single")
+    make_app()   # (a start brings the index on disk to the branch)
+    _index_quiet()
+    folder = Path(os.path.realpath(paths["index_dir"] / "whoosh"))
+    (folder / base_file.FILE_NAME).unlink(missing_ok=True)
+    with generations.writer_lock(paths["index_dir"], blocking=True):
+        done = child(str(paths["index_dir"]), "UTC")   # a sync under way: nothing read, nothing kept
+    assert done.returncode == 0 and "under way" in done.stderr
+    assert not (folder / base_file.FILE_NAME).exists()
+    done = child(str(paths["index_dir"]), "UTC")
+    assert done.returncode == 0, done.stderr
+    assert (folder / base_file.FILE_NAME).exists(), done.stderr
+    assert _base(make_app()).restored is True
+    factory.event(title="Kept daily", recurrence=["RRULE:FREQ=DAILY;COUNT=5"])
+    make_app()
+    _index_quiet()
+    folder = Path(os.path.realpath(paths["index_dir"] / "whoosh"))
+    (folder / base_file.FILE_NAME).unlink(missing_ok=True)
+    done = child(str(paths["index_dir"]), "UTC")
+    assert done.returncode == 0 and "series" in done.stderr
+    assert not (folder / base_file.FILE_NAME).exists()   # a base with series is not kept
+    assert child("only-one-argument").returncode == 2

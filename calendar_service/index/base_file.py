@@ -15,6 +15,9 @@ again, and the file written anew. The file is written to a temporary name and re
 old one, so a reader sees a whole file or none. Whoosh ignores the file (it is neither a TOC
 nor a segment name) and a rebuild removes it with its generation's folder.
 
+Every sync of the index on disk makes a new generation, so once writes pause a serving process
+starts ``keep_base`` as a child to read the new generation's base (which writes its file).
+
 Only bases without series are written: a series' occurrences are expanded from the snapshot's
 records up to the day's horizon, which the Whoosh generation does not fix.
 """

@@ -19,6 +19,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -28,7 +30,7 @@ from whoosh import index as whoosh_index
 from whoosh.reading import ReaderClosed
 
 from calendar_service.domain.resources import EVENTS
-from calendar_service.index import building, generations, whoosh_internals
+from calendar_service.index import base_file, building, generations, whoosh_internals
 from calendar_service.index.query import events
 from calendar_service.domain import occurrences
 from calendar_service.domain.faults import FAULTS
@@ -56,6 +58,12 @@ BUILD_MEMORY_MB = 256        # Whoosh's posting pool for a full rebuild (more me
 # series counts as one file), or past MAX_EXTRA_DOCS documents (lists would match too many one by one).
 REBASE_EXTRA = 200
 FOLLOW_DELAY_SECONDS = 0.1   # the index on disk follows a new generation after this pause
+# Once the index on disk has not changed for KEEP_BASE_QUIET_SECONDS, a child process keeps the
+# base of its generation in a file (``keep_base``), so that the next start loads it rather than
+# reading Whoosh; not below KEEP_BASE_MIN_EVENTS events, where reading it costs a start little.
+KEEP_BASE_QUIET_SECONDS = 30.0
+KEEP_BASE_MIN_EVENTS = 50_000
+KEEP_BASE_TIMEOUT_SECONDS = 900
 FOLLOW_BUSY_SECONDS = 0.5    # and while writes keep coming, at most once per this long
 MAX_EXTRA = 2000
 MAX_EXTRA_DOCS = 50_000
@@ -163,6 +171,10 @@ def read_view(index: "SearchIndex", snapshot: Snapshot, horizon) -> IndexView:
     return IndexView(BaseView(ix, snapshot.commit, expand, horizon), snapshot.commit, site_tz=index.site_tz)
 
 
+class _SeriesFound(Exception):
+    """A base being read for its file meets a series (whose bases are not kept)."""
+
+
 class SearchIndex:
     """The index on disk, its state, and keeping it in step with the branch."""
 
@@ -180,6 +192,8 @@ class SearchIndex:
         self._lock = threading.Lock()
         self._building = False
         self._adopted: BaseView | None = None   # a base read before this process was forked
+        self._moved_at = 0.0          # when this process last brought the index on disk to a commit
+        self._keeper_pid: int | None = None   # the process whose keeper thread waits for a pause
 
     @property
     def whoosh_dir(self) -> Path:
@@ -324,7 +338,10 @@ class SearchIndex:
         changes reach REBASE_EXTRA."""
         self.ensure(snapshot, store, blocking=True)
         view = self._view
-        if view is None or len(view.extra) < REBASE_EXTRA or (self.state() or {}).get("commit") != snapshot.commit:
+        if view is None or (self.state() or {}).get("commit") != snapshot.commit:
+            return
+        self._keep_base_later(view.base)
+        if len(view.extra) < REBASE_EXTRA:
             return
         fresh = read_view(self, snapshot, view.base.horizon)
         with self._lock:
@@ -333,6 +350,69 @@ class SearchIndex:
                 self._replace(fresh)
                 return
         fresh.close()
+
+    def _keep_base_later(self, base: BaseView) -> None:
+        """Keep the base of the index on disk in its file once the index has not changed for
+        KEEP_BASE_QUIET_SECONDS (``keep_base``: in a child process, which reads it without
+        holding this process's interpreter); one waiting thread per process."""
+        if base.size < KEEP_BASE_MIN_EVENTS or base.owned:   # small, or with series (not kept)
+            return
+        with self._lock:
+            self._moved_at = time.monotonic()
+            if self._keeper_pid == os.getpid():   # (a pid inherited from before a fork waits nowhere)
+                return
+            self._keeper_pid = os.getpid()
+        threading.Thread(target=self._keep_base_when_quiet, name="calendar-index-keep-base", daemon=True).start()
+
+    def _keep_base_when_quiet(self) -> None:
+        while True:
+            with self._lock:
+                left = self._moved_at + KEEP_BASE_QUIET_SECONDS - time.monotonic()
+                if left <= 0:
+                    self._keeper_pid = None
+                    break
+            time.sleep(left)
+        command = [sys.executable, "-m", "calendar_service.index.keep_base", str(self.directory), self.site_tz.key]
+        if self.horizon_months is not None:
+            command.append(str(self.horizon_months))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))
+        try:
+            done = subprocess.run(command, capture_output=True, env=env, timeout=KEEP_BASE_TIMEOUT_SECONDS)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("keeping the search index's base for the next start failed: %s", exc)
+            return
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        if done.returncode != 0:
+            log.warning("keeping the search index's base for the next start failed (exit status %d): %s",
+                        done.returncode, said[-1] if said else "no message")
+
+    def keep_base_on_disk(self) -> str | None:
+        """Read the base of the generation the index on disk is at, so that its file is kept for
+        the next start (what ``keep_base``'s child process does); under the writer lock, so the
+        generation and the commit it reflects are read together. None when the file is there
+        now or there is nothing to keep (a sync under way, series); else why not."""
+        with self._writer_lock(blocking=False) as locked:
+            if not locked:
+                log.info("a sync of the index is under way: its base is kept after the next pause")
+                return None
+            commit = (self.state() or {}).get("commit")
+            if not commit:
+                log.info("the index on disk reflects no commit: no base to keep")
+                return None
+
+            def series(rid: int) -> list:
+                raise _SeriesFound
+
+            try:
+                base = BaseView(whoosh_index.open_dir(str(self.whoosh_dir)), commit, series,
+                                occurrences.horizon(self.horizon_months))
+            except _SeriesFound:
+                log.info("the calendar has recurring series: their bases are not kept")
+                return None
+            base.close()
+            if not base.restored and not os.path.exists(base_file.path_of(base.source[0])):
+                return "its file could not be written"
+            return None
 
     def _retire(self, old: BaseView) -> None:
         """Close replaced bases once no request can still be reading them. Called under _lock."""
