@@ -86,6 +86,12 @@ def import_searching() -> None:
     import whoosh.searching  # noqa: F401
 
 
+def writers_leave_cycles() -> bool:
+    """Whether opening an index writer leaves a reference cycle holding its caller's frames
+    (Whoosh's own way of making its temporary folder: ``whoosh_internals.TEMP_FOLDERS``)."""
+    return not whoosh_internals.in_use(whoosh_internals.TEMP_FOLDERS)
+
+
 def changes_since(commit: str, snapshot: Snapshot, store) -> list[str] | None:
     """The event files changed from ``commit`` to ``snapshot``'s; None when not known cheaply
     or when ``snapshot`` is not a descendant of ``commit`` (a request still reading an older one)."""

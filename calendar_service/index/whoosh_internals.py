@@ -44,11 +44,19 @@ The features, each with its reason and its path without it:
   row, as Whoosh's own readers read them. Without it: Whoosh's ``add_document`` and ``commit``.
 - ``TWO_PROCESS_BUILD``: two segments written apart and committed together (``index/building.py``).
   Without it: one process writes the whole rebuild.
+- ``TEMP_FOLDERS`` replaces ``FileStorage.create``. Every index writer makes its temporary folder
+  twice (the segment writer, then the codec's per-document writer), and Whoosh's ``create`` keeps
+  the second one's "exists" error in a local variable: a reference cycle of the error, its
+  traceback and the frames of the whole call (the sync's, holding its snapshot), which only the
+  cyclic collector frees. A start that freezes what it made (``gc.freeze``) would keep it for
+  good. ``create_folder`` ignores the same error without keeping it. Without it: Whoosh's
+  ``create``, and a start collects its young objects before the freeze.
 
 Every feature has such a public path, so none of them stops the service from starting.
 """
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 import os
@@ -79,8 +87,9 @@ POSTING_BLOCKS = "postings decoded a block at a time"
 REMEMBERED_COLUMNS = "writers remembering a missing column"
 BULK_WRITING = "a rebuild's segment written in bulk"
 TWO_PROCESS_BUILD = "a rebuild in two processes"
+TEMP_FOLDERS = "folders made without a reference cycle"
 FEATURES = (SEGMENT_PARTS, FILE_NAMES, COLUMN_READS, DELETION_READS, POSTING_BLOCKS, REMEMBERED_COLUMNS,
-            BULK_WRITING, TWO_PROCESS_BUILD)
+            BULK_WRITING, TWO_PROCESS_BUILD, TEMP_FOLDERS)
 
 # the modules that call ``whoosh.util.random_name`` through a name of their own
 NAMING_MODULES = (codec_base, filestore, compound, writing)
@@ -122,6 +131,8 @@ def install(version: str | None = None) -> bool:
             if _used[FILE_NAMES]:
                 for module in NAMING_MODULES:
                     _replace(module, "random_name", file_name)
+            if _used[TEMP_FOLDERS]:
+                _replace(filestore.FileStorage, "create", create_folder)
         return all(_used.values())
 
 
@@ -277,10 +288,33 @@ def _two_process_build_checks():
     yield _method(writer, "_finish", ("self",))
 
 
+def _temp_folders_checks():
+    yield None if filestore.FileStorage.create in (_WHOOSH_CREATE, create_folder) else \
+        "whoosh.filedb.filestore.FileStorage.create was replaced by other code"
+    yield _method(filestore.FileStorage, "create", ("self",))
+    yield _names(filestore.FileStorage, "create", "makedirs", "isdir", "folder")
+
+
 _CHECKS = {SEGMENT_PARTS: _segment_parts_checks, FILE_NAMES: _file_names_checks, COLUMN_READS: _column_reads_checks,
            DELETION_READS: _deletion_reads_checks, POSTING_BLOCKS: _posting_blocks_checks,
            REMEMBERED_COLUMNS: _remembered_columns_checks, BULK_WRITING: _bulk_writing_checks,
-           TWO_PROCESS_BUILD: _two_process_build_checks}
+           TWO_PROCESS_BUILD: _two_process_build_checks, TEMP_FOLDERS: _temp_folders_checks}
+_WHOOSH_CREATE = filestore.FileStorage.create
+
+
+def create_folder(self):
+    """``FileStorage.create`` (the storage's folder made if it is not there; an error if it is not
+    a folder), with the "exists" error dropped at once rather than kept in a local variable."""
+    path = os.path.abspath(self.folder)
+    try:
+        os.makedirs(path)
+    except FileExistsError:
+        pass
+    if not os.path.isdir(path):
+        error = IOError("%r is not a directory" % path)
+        error.errno = errno.ENOTDIR
+        raise error
+    return self
 
 
 # ----------------------------------------------------------------------------- segment parts, file names
