@@ -186,11 +186,26 @@ def _broken_shapes(entries: dict, path: str, target):
     refs["derived"]["refs"] = {key: sorted(ids) for key, ids in refs["derived"]["refs"].items()}
     yield "reference sets as lists", refs
     dates = copy()
-    dates["dates"][path] = "bogus"
-    yield "file dates of another shape", dates
+    dates["dates"]["changed"] = dates["dates"]["changed"][:-8]
+    yield "a file dates column shorter than the files'", dates
     dates = copy()
-    dates["dates"][path] = ("1", 2, "a@example.org", True)
+    dates["dates"]["once"] = b"\x02" + dates["dates"]["once"][1:]
+    yield "file dates of other values", dates
+    dates = copy()
+    dates["dates"]["emails"] = [1, *dates["dates"]["emails"][1:]]
+    yield "an e-mail that is not text", dates
+    dates = copy()
+    dates["dates"]["email_of"] = b"\xff\xff\xff\x7f" + dates["dates"]["email_of"][4:]
+    yield "an e-mail past the e-mails", dates
+    dates = copy()
+    dates["dates"]["extra"] = {path: (1, 2, "a@example.org", True)}
+    yield "file dates given twice", dates
+    dates = copy()
+    dates["dates"]["extra"] = {"events/elsewhere.md": ("1", 2, "a@example.org", True)}
     yield "file dates of other types", dates
+    dates = copy()
+    dates["dates"] = {path: (1, 2, "a@example.org", True)}
+    yield "file dates by path (an older layout)", dates
     claims = copy()
     claims["claims"] = {"events/broken.md": "12"}
     yield "a claimed id that is not an integer", claims

@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 11
-PINNED_DIGEST = 'ebdd0c6ba4ecb39c948e00efa6d02a45e578c04be97f140a792e3c3d4b7b66da'
+PINNED_FORMAT = 12
+PINNED_DIGEST = '8a0b207fe9fb9d10aabfe3818bd7d9c49c4ce338bc3852a81de8e689d413b729'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -8,7 +8,9 @@ what they show is unchanged (embedded venues, organizers, terms and the terms' c
 """
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
 import threading
 import time
 
@@ -282,3 +284,49 @@ def test_a_page_of_kept_texts_makes_no_record_of_a_single_event(paths, make_app,
     assert again.data == first.data
     made = {record.slug for record in events if record._data is not None}
     assert made <= {"weekly"}, made   # the series is read to make its occurrences
+
+
+def test_the_file_dates_kept_by_column_are_the_ones_git_gives(paths, make_app, factory, repo, small_cache):
+    """The cache keeps the files' git dates by column (``records_cache.FileDateColumns``): a start
+    from it gives every file, and every record it makes, the dates a start reading git gives; the
+    snapshots that writes derive from it keep them for the files they do not change."""
+    venue, category = factory.venue(), factory.category()
+    events = [factory.event(venue=venue["id"], categories=[category["id"]]) for _ in range(3)]
+    repo.commit_file("events/by-hand.md", "---\nid: 900\nslug: by-hand\ntitle: By hand\n"
+                     "start_date: 2030-01-01 10:00:00\nend_date: 2030-01-01 11:00:00\n---\nText\n")
+    (repo.root / "events/by-hand.md").write_text((repo.root / "events/by-hand.md").read_text() + "More\n")
+    repo("add", "events/by-hand.md")
+    subprocess.run(["git", "-C", str(repo.root), "-c", "user.name=Other", "-c", "user.email=other@example.org",
+                    "commit", "-q", "-m", "A later edit"], check=True,
+                   env={**os.environ, "GIT_COMMITTER_DATE": "2031-01-01T00:00:00+00:00"})
+    remove_index(paths["index_dir"])
+    parsed = make_app().extensions["calendar"].snapshot()
+    _wait_for_cache()
+    from_git = {path: tuple(facts) for path, facts in parsed.file_dates.items()}
+    assert type(parsed.file_dates) is dict and "events/by-hand.md" in from_git and len(from_git) >= 5
+    changed, added, email, once = from_git["events/by-hand.md"]   # edited by another, later
+    assert changed > added and email == "editor@example.org" and once is False
+
+    app = make_app()
+    service = app.extensions["calendar"]
+    snapshot = service.snapshot()
+    kept = snapshot.file_dates
+    assert type(kept).__name__ == "FileDateColumns"
+    assert dict(kept.items()) == from_git and {path: kept[path] for path in from_git} == from_git
+    assert set(kept) == set(from_git) and len(kept) == len(from_git)
+    assert "events/none.md" not in kept and kept.get("events/none.md") is None
+    for path, (_, record, _) in snapshot.files.items():
+        if record is not None and record.resource.kind == "post":
+            assert tuple(record._facts) == from_git[path], path
+
+    # a write: the next snapshot keeps the other files' dates (derived from the columns)
+    changed = next(p for p, (_, r, _) in snapshot.files.items() if r is not None and r.id == events[0]["id"])
+    admin = Client(app.test_client(), "administrator")
+    assert admin.post(f"/events/{events[0]['id']}", json={"title": "Changed"}).status_code == 200
+    after = service.snapshot().file_dates
+    assert after[changed] != from_git[changed] and after[changed][1] == from_git[changed][1]   # added then
+    assert {path: tuple(after[path]) for path in from_git if path != changed} == \
+        {path: facts for path, facts in from_git.items() if path != changed}
+    remove_index(paths["index_dir"])
+    again = make_app().extensions["calendar"].snapshot().file_dates
+    assert {path: tuple(facts) for path, facts in again.items()} == {path: tuple(f) for path, f in after.items()}

@@ -52,7 +52,9 @@ class Layered(Mapping):
         return mapping.derive() if isinstance(mapping, Layered) else cls(mapping)
 
     def _flatten(self) -> dict:
-        flat = dict(self._base)
+        # a base that is another mapping (the records cache's file dates by column) gives its
+        # pairs faster than a key and a lookup each
+        flat = dict(self._base) if isinstance(self._base, dict) else dict(self._base.items())
         for key, value in self._changes.items():
             if value is _GONE:
                 flat.pop(key, None)

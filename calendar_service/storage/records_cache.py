@@ -23,6 +23,7 @@ import threading
 import zlib
 from array import array
 from bisect import bisect_left
+from collections.abc import Mapping
 from importlib import metadata
 from itertools import compress, islice, repeat
 from operator import itemgetter, le
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 11
+FORMAT = 12
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -150,25 +151,27 @@ class CachedFiles:
             raise ValueError("an entry that no cache writer writes")
         self.present, self.problems, self.record_blobs = present, problems, record_blobs
         self.column = PackedColumn(source, packed, offsets)
-        self._positions: dict | None = None
 
     def __len__(self) -> int:
         return len(self.paths)
 
+    def position(self, path: str) -> int | None:
+        """Where ``path`` is in the columns (they are in path order), or None."""
+        index = bisect_left(self.paths, path)
+        return index if index < len(self.paths) and self.paths[index] == path else None
+
     def entry(self, path: str, blob: str) -> tuple | None:
         """The restored entry of ``path`` (as ``restored`` gives it, without git dates) when the
         cache holds it at ``blob`` as the file itself (not a last good version), else None."""
-        if self._positions is None:
-            self._positions = dict(zip(self.paths, range(len(self.paths))))
-        index = self._positions.get(path)
+        index = self.position(path)
         if index is None or self.blobs[index] != blob or index in self.record_blobs:
             return None
-        files, _ = self.restored({}, range(index, index + 1))
+        files, _ = self.restored(None, range(index, index + 1))
         return files[path]
 
-    def restored(self, dates: dict, span: range | None = None) -> tuple[dict, dict]:
-        """(files, grouped) of the entries in ``span`` (all by default): path -> (blob, record or
-        None, problems), and resource -> (its records in path order, their ids, their slugs). A record's resource is the one
+    def restored(self, dates: "FileDateColumns | None", span: range | None = None) -> tuple[dict, dict]:
+        """(files, grouped) of the entries in ``span`` (all by default, with the git dates of
+        ``dates``; none without): path -> (blob, record or None, problems), and resource -> (its records in path order, their ids, their slugs). A record's resource is the one
         of its path's folder; the checks are made by column in a few passes in C and the records
         made in one loop (a start restores every file of the cache). ValueError or TypeError for
         an entry no cache writer writes."""
@@ -203,7 +206,7 @@ class CachedFiles:
                 continue
             if set(map(type, slug)) != {str} or not set(map(type, rid)) <= _NONE_OR_INT:
                 raise ValueError(f"a cached record of {resource.name} is not one the cache writer writes")
-            facts = map(dates.get, at) if resource.kind == "post" else repeat(None)
+            facts = dates.rows(positions) if resource.kind == "post" and dates is not None else repeat(None)
             # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
             made = packed_records(resource, at, blob, rid, slug, positions, facts, column, held=resource is not EVENTS)
             grouped[resource] = (made, rid, slug)
@@ -220,6 +223,117 @@ class CachedFiles:
             if index in span:
                 kept[index - first] = tuple(FileProblem(*p) for p in problems)
         return dict(zip(paths, zip(blobs, records, kept))), grouped
+
+
+_FACT_KINDS = (int, int, str, bool)   # a FileDates: changed, added, e-mail, once
+
+
+def _facts_of_kinds(facts) -> bool:
+    """Whether every one of ``facts`` is a (changed, added, e-mail, once) tuple (one pass in C per check)."""
+    facts = list(facts)
+    return not facts or (set(map(type, facts)) == {tuple} and set(map(len, facts)) == {4}
+                         and all(set(map(type, map(itemgetter(i), facts))) == {kind}
+                                 for i, kind in enumerate(_FACT_KINDS)))
+
+
+class FileDateColumns(Mapping):
+    """The files' git dates (``history.FileDates``: when each last changed, when and by whom it
+    was added, and whether one commit did both) as the cache keeps them: by column, in the path
+    order of the files' columns (``CachedFiles``), the e-mails once each. A start hands every
+    record its row as it makes it (a dict of a million tuples took ~0.65 s to unpickle); asked
+    by path (the dates a write's next snapshot keeps, the cache writer), a row is found by the
+    files' positions. ``extra``: dates of paths the files' columns do not hold. Checked to have
+    the shapes the cache writer gives them (ValueError otherwise)."""
+
+    def __init__(self, raw, files: CachedFiles):
+        if type(raw) is not dict:
+            raise ValueError("file dates that are not columns")
+        count = len(files)
+        columns = []
+        for name, code in (("changed", "q"), ("added", "q"), ("email_of", "I")):
+            data = raw.get(name)
+            if type(data) is not bytes or len(data) != count * array(code).itemsize:
+                raise ValueError(f"file dates whose {name} column is not {count} numbers")
+            column = array(code)
+            column.frombytes(data)
+            columns.append(column)
+        self.changed, self.added, self.email_of = columns
+        self.emails, self.once, self.dated, self.extra = (raw.get(name) for name in ("emails", "once", "dated", "extra"))
+        if not (type(self.emails) is list and set(map(type, self.emails)) <= {str}
+                and type(self.once) is bytes and type(self.dated) is bytes and len(self.once) == len(self.dated) == count
+                and set(self.once) <= {0, 1} and set(self.dated) <= {0, 1}
+                and (not self.email_of or max(self.email_of) < len(self.emails))
+                and type(self.extra) is dict and set(map(type, self.extra)) <= {str}
+                and _facts_of_kinds(self.extra.values())):
+            raise ValueError("file dates that are not (changed, added, e-mail, once)")
+        self._paths = files.paths   # (the files' other columns are not kept alive by the dates)
+        if any(self._position(path) is not None for path in self.extra):
+            raise ValueError("file dates given twice")
+        self._len = self.dated.count(1) + len(self.extra)
+
+    @staticmethod
+    def columns(file_dates, paths: list[str]) -> dict:
+        """``file_dates`` (path -> FileDates) by column along ``paths`` (the files' columns, in
+        path order), as ``FileDateColumns`` reads them."""
+        known = file_dates if type(file_dates) is dict else dict(file_dates.items())
+        changed, added, email_of = array("q"), array("q"), array("I")
+        once, dated = bytearray(), bytearray()
+        emails: dict[str, int] = {}
+        for path in paths:
+            facts = known.get(path)
+            dated.append(facts is not None)
+            if facts is None:
+                facts = (0, 0, "", False)
+            changed.append(facts[0])
+            added.append(facts[1])
+            email_of.append(emails.setdefault(facts[2], len(emails)))
+            once.append(bool(facts[3]))
+        listed = set(paths)
+        return {"changed": changed.tobytes(), "added": added.tobytes(), "email_of": email_of.tobytes(),
+                "emails": list(emails), "once": bytes(once), "dated": bytes(dated),
+                "extra": {path: tuple(facts) for path, facts in known.items() if path not in listed}}
+
+    def rows(self, positions):
+        """The dates of the files at ``positions`` (a range, or indices in order): a tuple each,
+        None for a file without dates."""
+        if type(positions) is range and positions.step == 1:
+            a, b = positions.start, positions.stop
+            rows = zip(self.changed[a:b], self.added[a:b], map(self.emails.__getitem__, self.email_of[a:b]),
+                       map(bool, self.once[a:b]))
+            dated = self.dated[a:b]
+            return rows if 0 not in dated else (row if known else None for row, known in zip(rows, dated))
+        return map(self._row, positions)
+
+    def _position(self, path: str) -> int | None:
+        index = bisect_left(self._paths, path)
+        return index if index < len(self._paths) and self._paths[index] == path else None
+
+    def _row(self, index: int) -> tuple | None:
+        if not self.dated[index]:
+            return None
+        return self.changed[index], self.added[index], self.emails[self.email_of[index]], bool(self.once[index])
+
+    def __getitem__(self, path: str) -> tuple:
+        index = self._position(path)
+        if index is not None and self.dated[index]:
+            return self._row(index)
+        return self.extra[path]
+
+    def __contains__(self, path) -> bool:
+        index = self._position(path) if type(path) is str else None
+        return bool(self.dated[index]) if index is not None else path in self.extra
+
+    def __iter__(self):
+        yield from compress(self._paths, self.dated)
+        yield from self.extra
+
+    def __len__(self) -> int:
+        return self._len
+
+    def items(self):
+        """(path, dates) of every file with dates, made by column (a pair each, no lookup)."""
+        pairs = zip(compress(self._paths, self.dated), filter(None, self.rows(range(len(self.dated)))))
+        return [*pairs, *self.extra.items()]
 
 
 class CachedRecords:
@@ -312,19 +426,13 @@ def _columns(snapshot: Snapshot, source: CachedRecords) -> dict:
             "problems": problems, "record_blobs": record_blobs}
 
 
-def _check_maps(claims: dict, derived: dict, dates: dict) -> None:
-    """ValueError unless the cache's claimed ids, file dates and derived reference maps have the
-    shapes the cache writer gives them (claimed ids are integers, dates 4-tuples, reference maps
-    hold each term's bitmap as its portable bytes; what the bitmaps hold is not looked at here:
-    the snapshot deserializes them and drops the maps whole if one does not read)."""
+def _check_maps(claims: dict, derived: dict) -> None:
+    """ValueError unless the cache's claimed ids and derived reference maps have the shapes the
+    cache writer gives them (claimed ids are integers, reference maps hold each term's bitmap as
+    its portable bytes; what the bitmaps hold is not looked at here: the snapshot deserializes
+    them and drops the maps whole if one does not read)."""
     if not all(type(value) is int for value in claims.values()):
         raise ValueError("a claimed id that is not an integer")
-    facts = list(dates.values())
-    # one pass in C per check: a Python generator over every entry was a visible part of a start
-    if facts and not (set(map(type, facts)) == {tuple} and set(map(len, facts)) == {4}
-                      and all(set(map(type, map(itemgetter(i), facts))) == {kind}
-                              for i, kind in enumerate((int, int, str, bool)))):
-        raise ValueError("file dates that are not (changed, added, e-mail, once)")
     for name in ("refs", "published"):
         maps = derived.get(name)
         if maps is None:
@@ -376,9 +484,7 @@ class RecordsCacheFile:
         source.choose_dictionary(snapshot)
         # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
         files = _columns(snapshot, source)
-        # keyed by the same path objects as ``files`` (pickle then writes each path once)
-        paths = {path: path for path in files["paths"]}
-        dates = {paths.get(path, path): tuple(facts) for path, facts in snapshot.file_dates.items()}
+        dates = FileDateColumns.columns(snapshot.file_dates, files["paths"])
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # a name of this writer's own (another process or thread may be writing one too)
@@ -401,7 +507,7 @@ class RecordsCacheFile:
         paths)`` ranks the files that claim one id (see ``catalog.entry_order``)."""
         commit, dates, claims, derived = (cached.get(key) for key in ("commit", "dates", "claims", "derived"))
         retired = cached.get("retired")
-        if not (isinstance(commit, str) and isinstance(dates, dict) and isinstance(claims, dict)
+        if not (isinstance(commit, str) and type(dates) is dict and isinstance(claims, dict)
                 and isinstance(derived, dict) and isinstance(retired, dict)):
             return None
         if not all(type(space) is str and type(rid) is int for space, rid in retired.items()):
@@ -409,15 +515,15 @@ class RecordsCacheFile:
             cached.clear()
             return None
         try:
-            _check_maps(claims, derived, dates)
-            source = self._source
+            _check_maps(claims, derived)
+            dates = FileDateColumns(dates, cached["files"])
             files, grouped = cached["files"].restored(dates)
             stale = {path: Stale(*found) for path, found in (cached.get("stale") or {}).items()}
             if not all(type(path) is str and files.get(path, (None, None))[1] is not None
                        and type(found.line) is int and all(type(v) is str for v in found[2:])
                        for path, found in stale.items()):
                 raise ValueError("a stale file that is not one the cache writer writes")
-            file_dates = dates   # (changed, added, email, once) as FileDates has them, kept as plain tuples
+            file_dates = dates   # (changed, added, email, once) as FileDates has them, given as plain tuples
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             log.warning("ignoring the records cache %s (%s: %s)", self.path, type(exc).__name__, exc)
             cached.clear()   # written by no cache writer: none of its entries is used either
