@@ -479,6 +479,42 @@ def test_recovery_finishes_a_write_killed_after_the_ref_update(make_app, paths, 
     assert anon.get("/events/300").status_code == 200
 
 
+def test_a_start_recovers_beside_loading_the_records_and_before_it_answers(make_app, paths, repo, factory,
+                                                                          monkeypatch):
+    """A start runs the recovery in a thread of its own (its git processes beside the records'
+    load: the load reads git's objects and refs, which recovery never changes) and waits for it
+    before ``create_app`` returns; a recovery that fails fails the start."""
+    event = factory.event(title="Before crash")
+    path = repo.path_of(event['slug'])
+    new_content = (repo.root / path).read_bytes().replace(b"Before crash", b"After crash")
+    killed = KilledAfterRefUpdate(paths["content_dir"])
+    with pytest.raises(KeyboardInterrupt):
+        with killed.write_lock():
+            killed.commit({path: new_content}, "Crashing write", ("Admin", "admin@example.org"), repo.head())
+    killed.close()
+    ran_in = []
+    recover = GitStore.recover
+
+    def watched(store):
+        ran_in.append(threading.current_thread().name)
+        recover(store)
+
+    monkeypatch.setattr(GitStore, "recover", watched)
+    app = make_app()
+    assert ran_in == ["calendar-recovery"]
+    assert not any(t.name == "calendar-recovery" for t in threading.enumerate())
+    assert not _journal(repo).exists() and (repo.root / path).read_bytes() == new_content
+    assert_clean(repo)
+    assert Client(app.test_client(), None).get(f"/events/{event['id']}").get_json()["title"] == "After crash"
+
+    def failing(store):
+        raise StoreError("recovery failed")
+
+    monkeypatch.setattr(GitStore, "recover", failing)
+    with pytest.raises(StoreError, match="recovery failed"):
+        make_app()
+
+
 class KilledBeforeIndexUpdate(GitStore):
     """A store whose process 'dies' after writing the working tree, before ``git update-index``."""
 
