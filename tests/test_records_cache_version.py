@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 12
-PINNED_DIGEST = '8a0b207fe9fb9d10aabfe3818bd7d9c49c4ce338bc3852a81de8e689d413b729'
+PINNED_FORMAT = 13
+PINNED_DIGEST = 'b458a05da5504b8255eb203453a0bffbd894c2b7d1cf078ec78771c4967e6954'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -317,7 +317,8 @@ def test_the_file_dates_kept_by_column_are_the_ones_git_gives(paths, make_app, f
     assert "events/none.md" not in kept and kept.get("events/none.md") is None
     for path, (_, record, _) in snapshot.files.items():
         if record is not None and record.resource.kind == "post":
-            assert tuple(record._facts) == from_git[path], path
+            assert record.history == from_git[path], path
+            assert type(record._facts) is int   # its row of the dates: a start makes no tuple per record
 
     # a write: the next snapshot keeps the other files' dates (derived from the columns)
     changed = next(p for p, (_, r, _) in snapshot.files.items() if r is not None and r.id == events[0]["id"])
@@ -330,3 +331,37 @@ def test_the_file_dates_kept_by_column_are_the_ones_git_gives(paths, make_app, f
     remove_index(paths["index_dir"])
     again = make_app().extensions["calendar"].snapshot().file_dates
     assert {path: tuple(facts) for path, facts in again.items()} == {path: tuple(f) for path, f in after.items()}
+
+
+def test_maps_derived_from_the_dates_by_column_flatten_to_the_columns_with_changes_over_them(
+        paths, make_app, factory, repo, small_cache, monkeypatch):
+    """A snapshot's file dates derived from a start's columns (``Layered``), once past their share
+    of changes, take as their base the columns with the changes over them (a copy of the changes,
+    not a dict of every file: ~0.5 s at 1,000,000 files), step after step, and answer as a dict would."""
+    from calendar_service.domain import layered as layered_maps
+    from calendar_service.domain.layered import Layered
+    from calendar_service.storage.records_cache import FileDateColumns
+    events = [factory.event() for _ in range(3)]
+    factory.venue()
+    remove_index(paths["index_dir"])
+    make_app()
+    _wait_for_cache()
+    columns = make_app().extensions["calendar"].snapshot().file_dates
+    assert isinstance(columns, FileDateColumns)
+    expected = dict(columns.items())
+    gone, other = (repo.path_of(event["slug"]) for event in events[:2])
+    monkeypatch.setattr(layered_maps, "MIN_CHANGES", 0)   # every change past the share
+    step = Layered.of(columns)
+    del step[gone]
+    step = step.derive()
+    assert isinstance(step._base, FileDateColumns)
+    step[other] = (5, 4, "x@example.org", False)
+    step = step.derive()
+    step["events/new.md"] = (1, 2, "new@example.org", True)
+    step = step.derive()
+    want = {**{path: facts for path, facts in expected.items() if path != gone}, other: (5, 4, "x@example.org", False),
+            "events/new.md": (1, 2, "new@example.org", True)}
+    assert isinstance(step._base, FileDateColumns) and len(step) == len(want)
+    assert dict(step.items()) == want and sorted(step) == sorted(want)
+    assert {path: step[path] for path in want} == want and gone not in step and step.get(gone) is None
+    assert dict(columns.items()) == expected   # the start's map is unchanged

@@ -52,9 +52,14 @@ class Layered(Mapping):
         return mapping.derive() if isinstance(mapping, Layered) else cls(mapping)
 
     def _flatten(self) -> dict:
-        # a base that is another mapping (the records cache's file dates by column) gives its
-        # pairs faster than a key and a lookup each
-        flat = dict(self._base) if isinstance(self._base, dict) else dict(self._base.items())
+        base = self._base
+        if not isinstance(base, dict) and hasattr(base, "layered"):
+            # a map that layers changes itself (the records cache's file dates by column): a
+            # copy of the changes, not a dict of every entry
+            return base.layered({key: None if value is _GONE else value for key, value in self._changes.items()},
+                                self._len)
+        # another mapping gives its pairs faster than a key and a lookup each
+        flat = dict(base) if isinstance(base, dict) else dict(base.items())
         for key, value in self._changes.items():
             if value is _GONE:
                 flat.pop(key, None)

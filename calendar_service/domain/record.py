@@ -88,8 +88,13 @@ class Record:
 
     @property
     def history(self):
-        """A packed record's file dates (changed, added, e-mail, once), or None."""
-        return self._facts
+        """A packed record's file dates (changed, added, e-mail, once), or None. A record
+        restored from the records cache holds its row of the cache's dates instead (an int),
+        read from its source when asked (a start makes no tuple per record)."""
+        facts = self._facts
+        if type(facts) is int:
+            return self._source.facts_at(facts)
+        return facts
 
     def set_history(self, facts) -> None:
         """Give a packed record its file's git dates (its dict is made again with them)."""
@@ -146,7 +151,8 @@ class Record:
 def packed_records(resource: Resource, paths, blobs, ids, slugs, packed, facts, source, held: bool) -> list[Record]:
     """``Record.packed`` of each entry of these columns (one loop without a call per record: a
     start restores every record of the cache); ``packed``: bytes, or positions in ``source``
-    (a column of packed records with ``packed_at(position)``)."""
+    (a column of packed records with ``packed_at(position)``); ``facts``: each file's git dates,
+    or its row in ``source``'s dates (see ``Record.history``)."""
     new = Record.__new__
     made = []
     append = made.append

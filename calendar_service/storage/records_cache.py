@@ -13,6 +13,7 @@ modules to ``FORMAT``, so a change to one of them fails the suite until ``FORMAT
 """
 from __future__ import annotations
 
+import copy
 import functools
 import io
 import logging
@@ -25,7 +26,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Mapping
 from importlib import metadata
-from itertools import compress, islice, repeat
+from itertools import compress, filterfalse, islice, repeat
 from operator import itemgetter, le
 from pathlib import Path
 
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 12
+FORMAT = 13
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -105,16 +106,23 @@ def kept_entry(blob: str, record: Record | None, problems, source: "CachedRecord
 class PackedColumn:
     """The packed data of every record of one cache file, as one buffer: a record restored from
     it holds its position (``Record._packed``) and this column as its source, and its bytes are
-    cut from the buffer when its dict is made (a start makes no bytes object per record)."""
+    cut from the buffer when its dict is made (a start makes no bytes object per record). A
+    post restored with its file's dates holds its row of ``dates`` (``Record.history``): no
+    tuple is made per record at start."""
 
-    __slots__ = ("source", "buffer", "ends")
+    __slots__ = ("source", "buffer", "ends", "dates")
 
     def __init__(self, source: "CachedRecords", buffer: bytes, ends: array):
         self.source, self.buffer, self.ends = source, buffer, ends
+        self.dates: FileDateColumns | None = None   # the dates the restored records' rows are of
 
     def packed_at(self, index: int) -> bytes:
         ends = self.ends
         return self.buffer[ends[index - 1] if index else 0:ends[index]]
+
+    def facts_at(self, index: int) -> tuple | None:
+        """The file dates of row ``index`` (a record's ``history``), or None."""
+        return self.dates.row(index)
 
     def unpack(self, record: Record) -> tuple[dict, dict | None]:
         return self.source.unpack(record)
@@ -177,6 +185,8 @@ class CachedFiles:
         an entry no cache writer writes."""
         span = span or range(len(self.paths))
         first = span.start
+        if dates is not None:
+            self.column.dates = dates
         paths = self.paths[span.start:span.stop]
         blobs, ids, slugs = (column[span.start:span.stop] for column in (self.blobs, self.ids, self.slugs))
         present = self.present[span.start:span.stop]
@@ -206,7 +216,8 @@ class CachedFiles:
                 continue
             if set(map(type, slug)) != {str} or not set(map(type, rid)) <= _NONE_OR_INT:
                 raise ValueError(f"a cached record of {resource.name} is not one the cache writer writes")
-            facts = dates.rows(positions) if resource.kind == "post" and dates is not None else repeat(None)
+            # a post holds its row of the dates, read when its data is first made (``Record.history``)
+            facts = positions if resource.kind == "post" and dates is not None else repeat(None)
             # events are forgotten beyond RECENT_RECORDS; the rest are few and their lists read them all
             made = packed_records(resource, at, blob, rid, slug, positions, facts, column, held=resource is not EVENTS)
             grouped[resource] = (made, rid, slug)
@@ -308,24 +319,55 @@ class FileDateColumns(Mapping):
         index = bisect_left(self._paths, path)
         return index if index < len(self._paths) and self._paths[index] == path else None
 
-    def _row(self, index: int) -> tuple | None:
+    def row(self, index: int) -> tuple | None:
+        """The dates of the file at ``index`` of the columns, None when it has none."""
         if not self.dated[index]:
             return None
         return self.changed[index], self.added[index], self.emails[self.email_of[index]], bool(self.once[index])
 
+    _row = row
+    # path -> dates, or None for a path without dates any more: what ``layered`` put over the
+    # columns and ``extra`` (none in the map read from the cache)
+    _over: dict = {}
+
+    def layered(self, changes: dict, length: int) -> "FileDateColumns":
+        """These dates with ``changes`` over them (path -> dates, or None: none any more), of
+        ``length`` entries, as a map of its own: how a ``Layered`` map derived from this one
+        flattens (a copy of the changes, not a dict of a million files)."""
+        over = copy.copy(self)
+        over._over = {**self._over, **changes}
+        over._len = length
+        return over
+
     def __getitem__(self, path: str) -> tuple:
+        if self._over:
+            facts = self._over.get(path, _NOT_OVER)
+            if facts is not _NOT_OVER:
+                if facts is None:
+                    raise KeyError(path)
+                return facts
         index = self._position(path)
         if index is not None and self.dated[index]:
             return self._row(index)
         return self.extra[path]
 
     def __contains__(self, path) -> bool:
+        if self._over:
+            facts = self._over.get(path, _NOT_OVER)
+            if facts is not _NOT_OVER:
+                return facts is not None
         index = self._position(path) if type(path) is str else None
         return bool(self.dated[index]) if index is not None else path in self.extra
 
     def __iter__(self):
-        yield from compress(self._paths, self.dated)
-        yield from self.extra
+        over = self._over
+        if not over:
+            yield from compress(self._paths, self.dated)
+            yield from self.extra
+            return
+        yield from filterfalse(over.__contains__, compress(self._paths, self.dated))
+        yield from filterfalse(over.__contains__, self.extra)
+        yield from (path for path, facts in over.items() if facts is not None)
 
     def __len__(self) -> int:
         return self._len
@@ -333,7 +375,15 @@ class FileDateColumns(Mapping):
     def items(self):
         """(path, dates) of every file with dates, made by column (a pair each, no lookup)."""
         pairs = zip(compress(self._paths, self.dated), filter(None, self.rows(range(len(self.dated)))))
-        return [*pairs, *self.extra.items()]
+        over = self._over
+        if not over:
+            return [*pairs, *self.extra.items()]
+        return [*filterfalse(lambda pair: pair[0] in over, pairs),
+                *filterfalse(lambda pair: pair[0] in over, self.extra.items()),
+                *((path, facts) for path, facts in over.items() if facts is not None)]
+
+
+_NOT_OVER = object()
 
 
 class CachedRecords:
