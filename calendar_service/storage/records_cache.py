@@ -165,8 +165,7 @@ class CachedFiles:
 
     def position(self, path: str) -> int | None:
         """Where ``path`` is in the columns (they are in path order), or None."""
-        index = bisect_left(self.paths, path)
-        return index if index < len(self.paths) and self.paths[index] == path else None
+        return _position(self.paths, path)
 
     def entry(self, path: str, blob: str) -> tuple | None:
         """The restored entry of ``path`` (as ``restored`` gives it, without git dates) when the
@@ -236,6 +235,12 @@ class CachedFiles:
         return dict(zip(paths, zip(blobs, records, kept))), grouped
 
 
+def _position(paths: list[str], path: str) -> int | None:
+    """Where ``path`` is in the sorted ``paths``, or None."""
+    index = bisect_left(paths, path)
+    return index if index < len(paths) and paths[index] == path else None
+
+
 _FACT_KINDS = (int, int, str, bool)   # a FileDates: changed, added, e-mail, once
 
 
@@ -278,7 +283,7 @@ class FileDateColumns(Mapping):
                 and _facts_of_kinds(self.extra.values())):
             raise ValueError("file dates that are not (changed, added, e-mail, once)")
         self._paths = files.paths   # (the files' other columns are not kept alive by the dates)
-        if any(self._position(path) is not None for path in self.extra):
+        if any(_position(self._paths, path) is not None for path in self.extra):
             raise ValueError("file dates given twice")
         self._len = self.dated.count(1) + len(self.extra)
 
@@ -304,20 +309,10 @@ class FileDateColumns(Mapping):
                 "emails": list(emails), "once": bytes(once), "dated": bytes(dated),
                 "extra": {path: tuple(facts) for path, facts in known.items() if path not in listed}}
 
-    def rows(self, positions):
-        """The dates of the files at ``positions`` (a range, or indices in order): a tuple each,
-        None for a file without dates."""
-        if type(positions) is range and positions.step == 1:
-            a, b = positions.start, positions.stop
-            rows = zip(self.changed[a:b], self.added[a:b], map(self.emails.__getitem__, self.email_of[a:b]),
-                       map(bool, self.once[a:b]))
-            dated = self.dated[a:b]
-            return rows if 0 not in dated else (row if known else None for row, known in zip(rows, dated))
-        return map(self._row, positions)
-
-    def _position(self, path: str) -> int | None:
-        index = bisect_left(self._paths, path)
-        return index if index < len(self._paths) and self._paths[index] == path else None
+    def _dated_rows(self):
+        """The dates of every file that has them, in path order (made by column)."""
+        rows = zip(self.changed, self.added, map(self.emails.__getitem__, self.email_of), map(bool, self.once))
+        return compress(rows, self.dated)
 
     def row(self, index: int) -> tuple | None:
         """The dates of the file at ``index`` of the columns, None when it has none."""
@@ -325,7 +320,6 @@ class FileDateColumns(Mapping):
             return None
         return self.changed[index], self.added[index], self.emails[self.email_of[index]], bool(self.once[index])
 
-    _row = row
     # path -> dates, or None for a path without dates any more: what ``layered`` put over the
     # columns and ``extra`` (none in the map read from the cache)
     _over: dict = {}
@@ -346,9 +340,9 @@ class FileDateColumns(Mapping):
                 if facts is None:
                     raise KeyError(path)
                 return facts
-        index = self._position(path)
+        index = _position(self._paths, path)
         if index is not None and self.dated[index]:
-            return self._row(index)
+            return self.row(index)
         return self.extra[path]
 
     def __contains__(self, path) -> bool:
@@ -356,7 +350,7 @@ class FileDateColumns(Mapping):
             facts = self._over.get(path, _NOT_OVER)
             if facts is not _NOT_OVER:
                 return facts is not None
-        index = self._position(path) if type(path) is str else None
+        index = _position(self._paths, path) if type(path) is str else None
         return bool(self.dated[index]) if index is not None else path in self.extra
 
     def __iter__(self):
@@ -374,7 +368,7 @@ class FileDateColumns(Mapping):
 
     def items(self):
         """(path, dates) of every file with dates, made by column (a pair each, no lookup)."""
-        pairs = zip(compress(self._paths, self.dated), filter(None, self.rows(range(len(self.dated)))))
+        pairs = zip(compress(self._paths, self.dated), self._dated_rows())
         over = self._over
         if not over:
             return [*pairs, *self.extra.items()]
