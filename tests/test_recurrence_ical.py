@@ -254,6 +254,27 @@ def test_dst_nights_expand_from_the_feed_as_from_the_series(files, anon, zone, s
     assert_vobject_reads(ics, made)
 
 
+@pytest.mark.parametrize("zone, start, end, exception_utc_end", [
+    # the first Saturday night of April in Sydney: 19:00 AEDT plus the file's 8 hours ends at the
+    # second 02:00 (AEST, 16:00 UTC), which a client reading 02:00 takes as the first (AEDT, 15:00)
+    ("Australia/Sydney", "2024-04-06 19:00:00", "2024-04-07 03:00:00", "20240406T160000Z"),
+    ("America/New_York", "2026-10-31 22:00:00", "2026-11-01 02:00:00", "20261101T060000Z"),
+])
+def test_an_exception_ending_in_the_repeated_hour_is_written_in_utc(files, anon, zone, start, end, exception_utc_end):
+    exceptions = {start: {"title": "Special"}}
+    s = series(["RRULE:FREQ=DAILY;COUNT=2"], start, end, zone, exceptions=exceptions)
+    files.series(77, s, exceptions)
+    files.commit()
+    first, last = start[:10], (datetime.fromisoformat(start) + timedelta(days=3)).date().isoformat()
+    ics = feed(anon, first, last)
+    moved = [e for e in vevents(ics, 77) if "RECURRENCE-ID" in e]
+    assert [e["DTEND"].to_ical().decode() for e in moved] == [exception_utc_end]
+    ws, we = window(first, last)
+    expected = domain_pairs(s, ws, we)
+    assert len(expected) == 2
+    assert feed_pairs(ics, ws, we, lambda uid: s.tz) == expected == json_pairs(json_list(anon, first, last))
+
+
 def test_all_day_series_with_exceptions_exdate_and_rdate(files, anon):
     lines = ["RRULE:FREQ=MONTHLY;BYMONTHDAY=1;UNTIL=20271201", "EXDATE;VALUE=DATE:20270301",
              "RDATE;VALUE=DATE:20270315"]

@@ -496,7 +496,8 @@ def _vevent(lines: list[str]) -> str:
 def _occurrence_times(series, occ) -> list[str]:
     """DTSTART (and DTEND unless zero-length) of an occurrence, in the forms of the series' lines:
     dates for an all-day series (DTEND the day after the last day), else its zone's TZID, or UTC."""
-    start, end = occ.start.replace(tzinfo=None), occ.end.replace(tzinfo=None)
+    # fold=0 is how a client reads a local time; replace() would keep the fold of the second 01:30
+    start, end = occ.start.replace(tzinfo=None, fold=0), occ.end.replace(tzinfo=None, fold=0)
     if series.all_day:
         first, last = start.date(), end.date()
         after = last if end.time() == datetime.min.time() and last > first else last + timedelta(days=1)
