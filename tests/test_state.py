@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import multiprocessing
 import sqlite3
 import time
 from urllib.parse import urlsplit
@@ -96,6 +97,37 @@ def test_event_password_limits_hold_across_instances_and_workers(paths, backend)
     finally:
         for server in servers:
             server.kill()
+
+
+def _create_at_once(directory: str, barrier, answers) -> None:
+    db = StateDB(directory)
+    barrier.wait()
+    try:
+        with db.write(create=True):
+            pass
+        answers.put("ok")
+    except Exception as exc:   # reported to the test, which names it
+        answers.put(repr(exc))
+    finally:
+        db.close()
+
+
+def test_processes_creating_the_sqlite_database_at_once_all_get_it(tmp_path):
+    """Two gunicorn workers' first writes both create the file and switch it to WAL; SQLite tells
+    the one that loses that race "database is locked" at once, without waiting (one in ~12
+    rounds of three here before the switch was retried)."""
+    context = multiprocessing.get_context("fork")
+    failed = []
+    for round_ in range(100):
+        barrier, answers = context.Barrier(3), context.Queue()
+        processes = [context.Process(target=_create_at_once, args=(str(tmp_path / str(round_)), barrier, answers))
+                     for _ in range(3)]
+        for p in processes:
+            p.start()
+        for p in processes:
+            p.join(timeout=30)
+        failed += [a for a in (answers.get(timeout=5) for _ in processes) if a != "ok"]
+    assert not failed, failed[:3]
 
 
 def test_failures_are_stored_hashed_and_bounded(backend):

@@ -12,16 +12,33 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 FILE_NAME = "webhooks.sqlite3"
 BUSY_MS = 10_000          # how long a connection waits for another one's write lock
+WAL_RETRY_SECONDS = 0.01  # between tries of the switch to WAL while another connection makes it
 
 ID = "INTEGER PRIMARY KEY AUTOINCREMENT"
 
 
 def _dict_row(cursor, row) -> dict:
     return {d[0]: v for d, v in zip(cursor.description, row)}
+
+
+def _switch_to_wal(conn) -> None:
+    """WAL mode (kept in the file once set). Two processes opening a new file at once both ask
+    for it, and SQLite answers the one that loses "database is locked" at once, without its busy
+    handler (two gunicorn workers' first writes did): tried again until ``BUSY_MS`` has passed."""
+    deadline = time.monotonic() + BUSY_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(WAL_RETRY_SECONDS)
 
 
 class SQLiteDialect:
@@ -56,7 +73,7 @@ class SQLiteDialect:
         os.chmod(self.path, 0o600)
         conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
         conn.row_factory = _dict_row
-        conn.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(conn)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         with self.transaction(conn):
