@@ -197,6 +197,12 @@ def test_the_end_bounds_are_remembered_per_set_and_bounds_and_answer_as_worked_o
         assert first == by_hand(matched, emin, emax)
         assert base.end_filter(BitMap(matched), emin, emax) is first   # an equal set: remembered
         assert len(base._ended) <= 5
+    # sets of one size and the same first and last event (what the memo is kept under) that differ
+    b = next(p for p in range(2, base.size - 1) if base.ends[p] != base.ends[1])
+    one, other = BitMap([0, 1, base.size - 1]), BitMap([0, b, base.size - 1])
+    for matched in (one, other, one):   # an end bound only the second event of ``one`` meets
+        answer = base.end_filter(matched, base.ends[1], base.ends[1])
+        assert answer == by_hand(matched, base.ends[1], base.ends[1]) and (1 in answer) == (matched is one)
     evens, odds = BitMap(range(0, base.size, 2)), BitMap(range(1, base.size, 2))
     for bounds in ((None, ends[-1]), (ends[len(ends) // 3], None)):   # the same bounds, other sets
         assert base.end_filter(evens, *bounds) == by_hand(evens, *bounds)
