@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 13
-PINNED_DIGEST = '4b29316ca956841b09560b1471046a835e3b56ea688d48fc6d5a1c417d29dce5'
+PINNED_DIGEST = 'ade507aa81ea19de2031653d482ec83b247cd3f2aa65e569c1eb76bc0ec02523'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

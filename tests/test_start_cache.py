@@ -365,3 +365,40 @@ def test_maps_derived_from_the_dates_by_column_flatten_to_the_columns_with_chang
     assert dict(step.items()) == want and sorted(step) == sorted(want)
     assert {path: step[path] for path in want} == want and gone not in step and step.get(gone) is None
     assert dict(columns.items()) == expected   # the start's map is unchanged
+
+
+def test_a_cache_write_removes_what_ended_writers_left_and_leaves_nothing_when_it_fails(paths, make_app, factory,
+                                                                                         small_cache):
+    """A worker stopped while its thread wrote the records cache leaves its temporary file (as
+    large as the cache); the next write removes those of writers whose process has ended and
+    keeps a live one's. A write that fails removes its own."""
+    for _ in range(3):
+        factory.event()
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    index_dir.mkdir(parents=True)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    running = subprocess.Popen(["sleep", "60"])
+    try:
+        left = index_dir / f"records.cache.{ended.pid}.140000000000000.tmp"
+        live = index_dir / f"records.cache.{running.pid}.140000000000001.tmp"
+        other = index_dir / "records.cache.notes.tmp"   # not a writer's name: not touched
+        for path in (left, live, other):
+            path.write_bytes(b"partial")
+        make_app()   # a start without a cache writes one
+        _wait_for_cache()
+        assert (index_dir / "records.cache").is_file()
+        assert not left.exists() and live.exists() and other.exists()
+
+        # a write that fails (its target is a folder: the rename is refused) leaves no file of its own
+        from calendar_service.storage.records_cache import RecordsCacheFile
+        catalog = make_app().extensions["calendar"].catalog
+        blocked = paths["index_dir"].parent / "blocked"
+        (blocked / "records.cache").mkdir(parents=True)
+        (blocked / "records.cache" / "keep").write_text("x")
+        RecordsCacheFile(blocked / "records.cache", catalog._source).write(catalog.current())
+        assert sorted(p.name for p in blocked.iterdir()) == ["records.cache"]
+    finally:
+        running.kill()
+        running.wait()

@@ -13,6 +13,7 @@ modules to ``FORMAT``, so a change to one of them fails the suite until ``FORMAT
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import io
@@ -485,6 +486,17 @@ def _check_maps(claims: dict, derived: dict) -> None:
             raise ValueError(f"the reference map {name!r} is not one the cache writer writes")
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (this machine's: the cache sits beside its index)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # someone else's process
+        return True
+    return True
+
+
 class RecordsCacheFile:
     """Reads and writes the cache file ``path`` for one catalog; ``source`` makes the data of
     the records restored from it (and packs records for it)."""
@@ -529,8 +541,10 @@ class RecordsCacheFile:
         # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
         files = _columns(snapshot, source)
         dates = FileDateColumns.columns(snapshot.file_dates, files["paths"])
+        tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._remove_orphans()
             # a name of this writer's own (another process or thread may be writing one too)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(tmp, "wb") as handle:
@@ -543,6 +557,20 @@ class RecordsCacheFile:
             os.replace(tmp, self.path)
         except Exception as exc:
             log.warning("could not write the records cache (%s)", exc)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    def _remove_orphans(self) -> None:
+        """Delete the temporary files of writers whose process has ended (a worker stopped while
+        its thread wrote the cache leaves one as large as the cache: hundreds of MB at 1,000,000
+        events). A live process's file is its writer's to finish."""
+        for found in self.path.parent.glob(f"{self.path.name}.*.*.tmp"):
+            pid = found.name[len(self.path.name) + 1:].split(".", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    found.unlink()
+                    log.info("removed %s, left by a records cache writer that ended", found.name)
 
     def restore(self, cached: dict, entry_order) -> Snapshot | None:
         """The snapshot of the cache's commit from the cache alone (no git), or None when the
