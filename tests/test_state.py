@@ -101,8 +101,8 @@ def test_event_password_limits_hold_across_instances_and_workers(paths, backend)
 
 def _create_at_once(directory: str, barrier, answers) -> None:
     db = StateDB(directory)
-    barrier.wait()
     try:
+        barrier.wait(timeout=20)
         with db.write(create=True):
             pass
         answers.put("ok")
@@ -126,6 +126,8 @@ def test_processes_creating_the_sqlite_database_at_once_all_get_it(tmp_path):
             p.start()
         for p in processes:
             p.join(timeout=30)
+            if p.is_alive():   # never left behind, whatever went wrong
+                p.kill()
         failed += [a for a in (answers.get(timeout=5) for _ in processes) if a != "ok"]
     assert not failed, failed[:3]
 
