@@ -95,11 +95,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default="bench-results", help="directory for the JSON results")
     parser.add_argument("--keep", action="store_true", help="keep the repositories (under OUT/work-SIZE)")
     parser.add_argument("--profile", action="store_true", help="cProfile the slowest list request of each size")
-    parser.add_argument("--phase", choices=("build", "serve"), help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=("build", "rest", "serve"), help=argparse.SUPPRESS)
     parser.add_argument("--phase-config", help=argparse.SUPPRESS)
     parser.add_argument("--reuse", action="store_true",
                         help="with --keep: serve a size's repository a previous --keep run left in OUT/work-SIZE "
                              "instead of building it again (a 1,000,000-event build takes most of an hour)")
+    parser.add_argument("--rested", action="store_true",
+                        help="with --reuse: before the serve, leave the repository as a service leaves it once it "
+                             "has rested after writes (one start catches up with the previous serve's commits and "
+                             "writes the records cache; the index base is kept), so the cold start is that of a "
+                             "rested repository")
     parser.add_argument("--phase-out", help=argparse.SUPPRESS)
     return parser
 
@@ -110,6 +115,8 @@ def _run_phase_here(options) -> int:
     cfg = json.loads(Path(options.phase_config).read_text())
     if options.phase == "build":
         from benchmarks.build import phase_build as phase
+    elif options.phase == "rest":
+        from benchmarks.serve import phase_rest as phase
     else:
         from benchmarks.serve import phase_serve as phase
     Path(options.phase_out).write_text(json.dumps(phase(cfg), default=str))
@@ -134,6 +141,8 @@ def _run_size(size: int, options, today: date, out: Path) -> dict:
         if reuse:   # the repository a previous run kept (its writes included): the serve phase only
             say(f"size {size}: reusing the build kept in {work}")
             entry["build"] = json.loads(built.read_text())
+            if options.rested:
+                entry["rest"] = run_phase("rest", cfg, work)
         else:
             entry["build"] = run_phase("build", cfg, work)
         entry["serve"] = run_phase("serve", {**cfg, "meta": entry["build"]["meta"]}, work)

@@ -30,6 +30,9 @@ def table(size_result: dict) -> str:
         f"{'one-off figure':<{NAME_WIDTH}} {'value':>12} {'floor':>12} {'ratio':>7}",
     ]
     lines += _one_off_lines(b, s)
+    rest = size_result.get("rest")
+    if rest:   # --rested: the start that caught up with the previous serve before this one
+        lines.append(_one("start right after the previous serve's writes (--rested)", rest["start_s"]))
     lines.append(f"{'loose objects after the initial commit':<{NAME_WIDTH}} {b['loose_objects']:>12,}")
     if s:
         lines += _request_lines(s)

@@ -33,6 +33,38 @@ def phase_serve(cfg: dict) -> dict:
     return ServePhase(cfg).run()
 
 
+def phase_rest(cfg: dict) -> dict:
+    """Leave a kept repository as a service leaves it once it has rested after writes: one start
+    (catching up with the commits a previous serve made, reading the index base from Whoosh and
+    keeping it), a list, then what its follower does once the branch has been quiet (the records
+    cache written for the head, ``Catalog.refresh_cache_when_quiet``, without the wait) and the
+    keeper the index runs after a quiet spell (``index.keep_base``). Returns how long the start
+    and the rest took."""
+    from calendar_service import create_app
+    from calendar_service.http.app import close_app
+    from calendar_service.index import keep_base
+    from calendar_service.storage import catalog as catalog_module
+
+    work = Path(cfg["work"])
+    started = time.perf_counter()
+    app = create_app({"content_dir": work / "content", "index_dir": work / "index",
+                      "users_file": work / "users.yaml", "seed_sample": False, "site_timezone": SITE_TZ})
+    start_s = time.perf_counter() - started
+    status = app.test_client().get(API + "/events").status_code
+    catalog = app.extensions["calendar"].catalog
+    catalog.wait_for_cache()   # a start that caught up slowly writes it at once
+    catalog_module.CACHE_QUIET_SECONDS = catalog_module.CACHE_REFRESH_SECONDS = 0.0   # (this process only)
+    catalog.refresh_cache_when_quiet()
+    catalog.wait_for_cache()
+    close_app(app)
+    kept = keep_base.main([str(work / "index"), SITE_TZ])
+    result = {"start_s": start_s, "rest_s": time.perf_counter() - started, "first_list_status": status,
+              "base_kept": kept == 0}
+    say(f"{cfg['size']}: rested: a start after the previous serve took {start_s:.2f} s, "
+        f"{result['rest_s']:.2f} s with its records cache written; index base kept: {result['base_kept']}")
+    return result
+
+
 class ServePhase:
     def __init__(self, cfg: dict):
         self.cfg = cfg

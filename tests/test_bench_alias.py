@@ -34,7 +34,7 @@ def test_without_the_benchmarks_folder_the_alias_says_why_and_fails(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_reuse_serves_the_kept_repository_without_building_it_again(tmp_path):
+def test_reuse_serves_the_kept_repository_without_building_it_again_rested_first(tmp_path):
     args = ("--sizes", "120", "--repeat", "5", "--budget", "0.5", "--keep", "--out", str(tmp_path / "out"))
     first = subprocess.run([sys.executable, "-m", "benchmarks.bench", *args], cwd=ROOT, capture_output=True,
                            text=True, timeout=300)
@@ -44,10 +44,13 @@ def test_reuse_serves_the_kept_repository_without_building_it_again(tmp_path):
                                  capture_output=True, text=True).stdout
     commits = int(subprocess.run(["git", "-C", str(content), "rev-list", "--count", "HEAD"],
                                  capture_output=True, text=True).stdout)
-    second = subprocess.run([sys.executable, "-m", "benchmarks.bench", *args, "--reuse"], cwd=ROOT,
+    # --rested: one start catches up with the first run's writes before the serve, and says so
+    second = subprocess.run([sys.executable, "-m", "benchmarks.bench", *args, "--reuse", "--rested"], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "reusing the build kept in" in second.stderr + second.stdout
+    assert "120: rested: a start after the previous serve took" in second.stderr + second.stdout
+    assert "start right after the previous serve's writes (--rested)" in second.stdout
     assert "targets for 10,000 events (this run: 120)" in second.stdout
     # the same repository, served again: its history goes on from the first run's writes
     assert subprocess.run(["git", "-C", str(content), "rev-list", "--max-parents=0", "HEAD"],

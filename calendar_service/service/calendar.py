@@ -112,7 +112,8 @@ class CalendarService:
         self.sync = RemoteSync(settings, store)
         self._closed = threading.Event()
         self.ids = ids.IdGiver(store, catalog, self.sync, self._write_lock, WRITE_ATTEMPTS)
-        self.follower = HeadFollower(store.head, self.follow, settings.follow_interval)
+        self.follower = HeadFollower(store.head, self.follow, settings.follow_interval,
+                                     idle=catalog.refresh_cache_when_quiet)
         self.webhooks = None  # service.webhooks.Webhooks: build_service always sets it
 
     @property

@@ -193,11 +193,13 @@ class HeadFollower:
     there). The head is read every ``interval`` seconds (a ref file read); ``nudge`` wakes the
     thread at once. A step that could not finish (the index is rebuilt in the background, say) is
     tried again after ``interval``, however often it is nudged meanwhile. Reads never do this work:
-    they answer from what is there (see ``CalendarService.snapshot``)."""
+    they answer from what is there (see ``CalendarService.snapshot``). ``idle`` (optional) runs
+    at each look that finds the head followed already: work that waits for a quiet branch."""
 
-    def __init__(self, head, step, interval: float):
+    def __init__(self, head, step, interval: float, idle=None):
         self._head = head
         self._step = step
+        self._idle = idle
         self.interval = interval
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -255,6 +257,8 @@ class HeadFollower:
             try:
                 head = self._head()
                 if head == self.followed or (head == self._unfinished and time.monotonic() < self._retry_at):
+                    if head == self.followed and self._idle is not None:
+                        self._idle()
                     continue
                 reached, finished = self._step()
                 if finished:

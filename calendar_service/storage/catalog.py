@@ -8,6 +8,7 @@ a reader sees committed content only and never a half-written file.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import gc
 import logging
@@ -40,6 +41,10 @@ CACHE_STALE_SHARE = 10   # rewrite the cache when more than 1/10 of the files ch
 CACHE_REFRESH_HEADS = 100
 CACHE_REFRESH_SECONDS = 300.0
 CACHE_SLOW_CATCH_UP = 1.0   # seconds
+# Once no new head came for this long, a catalog whose snapshot is past the cache's commit writes
+# the cache again (at most once per CACHE_REFRESH_SECONDS): a restart after a burst of writes then
+# starts at its head instead of catching up with every commit of the burst.
+CACHE_QUIET_SECONDS = 30.0
 SKIPS_LOGGED = 20        # files skipped with errors logged one by one per new head; the rest counted
 NOT_READ = "not read by the service (wrong folder or extension)"
 PAST_SNAPSHOTS = 4       # snapshots of commits other than the head kept for ``Catalog.at``
@@ -166,6 +171,21 @@ def retired_after(previous: Snapshot, changed) -> dict:
     return retired
 
 
+def _try_lock(path: Path):
+    """An exclusive lock on ``path`` (an open file: closing it releases it), or None when another
+    process holds it."""
+    try:
+        handle = open(path, "a")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
 class Catalog:
     """Keeps the snapshot of the branch head, refreshing it incrementally when the head moves.
 
@@ -186,6 +206,8 @@ class Catalog:
         self._written: dict[str, Snapshot] = {}   # see ``after_write``; oldest first
         self._heads_since_cache = 0   # heads this catalog advanced to since the cache was read or written
         self._cache_refreshed = time.monotonic()   # when the cache was last written (or this catalog made)
+        self._head_moved_at = time.monotonic()   # when this catalog last advanced to a new head
+        self._cache_commit: str | None = None   # the commit of the cache this catalog read or last wrote
         self._cache_writing = threading.Lock()   # one background write of the cache at a time
         self._source = CachedRecords(store, author_of)   # makes the data of records restored from the cache
         self._cache = RecordsCacheFile(self.cache_file, self._source)
@@ -205,6 +227,7 @@ class Catalog:
             loaded.store = loaded._source.store = self.store
             loaded.author_of = loaded._source.author_of = self.author_of
             self._source = loaded._source
+            self._cache_commit = loaded._cache_commit
             self._cache = RecordsCacheFile(self.cache_file, self._source)
             self._snapshot = snapshot
         return True
@@ -213,6 +236,34 @@ class Catalog:
     def current_commit(self) -> str | None:
         """The commit of the snapshot held now (no look at the branch)."""
         return self._snapshot.commit
+
+    def refresh_cache_when_quiet(self) -> bool:
+        """Write the records cache for the snapshot held, in the background, when it is past the
+        cache's commit, no new head came for CACHE_QUIET_SECONDS and the last write is
+        CACHE_REFRESH_SECONDS old (the refresh by heads only looks when a head comes: after a
+        burst of writes the cache stayed behind until the next one). Only a calendar large
+        enough to have a cache (CACHE_MIN_FILES). Called by the follower thread while the head
+        does not move, never by a read. Returns whether a write was started."""
+        now = time.monotonic()
+        with self._lock:
+            snapshot = self._snapshot
+            if (self.cache_file is None or snapshot.commit in (None, self._cache_commit)
+                    or len(snapshot.files) < CACHE_MIN_FILES
+                    or now - self._head_moved_at < CACHE_QUIET_SECONDS
+                    or now - self._cache_refreshed < CACHE_REFRESH_SECONDS):
+                return False
+            # the other workers of the service follow the same branch: one of them writes it
+            try:
+                written = self.cache_file.stat().st_mtime
+            except OSError:
+                written = 0.0
+            if written >= time.time() - (now - self._head_moved_at):   # since this catalog's last head
+                self._cache_commit = snapshot.commit
+                return False
+        lock = _try_lock(self.cache_file.with_name(self.cache_file.name + ".lock"))
+        if lock is None:   # another process is writing it now
+            return False
+        return self._write_cache_later(snapshot, release=lock.close)
 
     def wait_for_cache(self) -> None:
         """Return once no background write of the records cache runs (before a fork: a thread
@@ -232,6 +283,7 @@ class Catalog:
                 written = None if starting else self._take_written(head)
                 self._snapshot = written if written is not None else self._advance(self._snapshot, head)
                 self._heads_since_cache = 0 if starting else self._heads_since_cache + 1
+                self._head_moved_at = time.monotonic()
                 if (self._heads_since_cache >= CACHE_REFRESH_HEADS
                         and time.monotonic() - self._cache_refreshed >= CACHE_REFRESH_SECONDS):
                     self._write_cache_later(self._snapshot)
@@ -286,6 +338,7 @@ class Catalog:
             with collector_paused():
                 cached = self._cache.read()
                 restored = self._cache.restore(cached, functools.partial(entry_order, self.store)) if cached else None
+            self._cache_commit = restored.commit if restored is not None else None
             # what the load made goes out of the collector's sight in one freeze once the service
             # has started (``service.calendar.freeze_start_objects``: the maps and the index too)
             if restored is not None:
@@ -420,19 +473,26 @@ class Catalog:
             self._write_cache_later(snapshot)
         return snapshot
 
-    def _write_cache_later(self, snapshot: Snapshot) -> None:
-        """Write the cache for ``snapshot`` in a background thread, unless one is writing already."""
+    def _write_cache_later(self, snapshot: Snapshot, release=None) -> bool:
+        """Write the cache for ``snapshot`` in a background thread, unless one is writing already
+        (then False); ``release`` is called once the write is over (or not started)."""
         if self.cache_file is None or not self._cache_writing.acquire(blocking=False):
-            return
+            if release is not None:
+                release()
+            return False
         self._heads_since_cache = 0
         self._cache_refreshed = time.monotonic()
+        self._cache_commit = snapshot.commit
 
         def write():
             try:
                 self._cache.write(snapshot)
             finally:
                 self._cache_writing.release()
+                if release is not None:
+                    release()
         threading.Thread(target=write, name="calendar-records-cache", daemon=True).start()
+        return True
 
     def _file_dates(self, previous: Snapshot, head: str, changed: dict) -> dict:
         """path -> FileDates of every file at ``head``, derived from ``previous``'s for the paths
