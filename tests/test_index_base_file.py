@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from calendar_service.index import base_file
-from conftest import Client
+from conftest import Client, followed
 
 QUERIES = (
     "/events?per_page=50",
@@ -219,7 +219,7 @@ def test_once_the_index_on_disk_rests_a_child_process_keeps_its_base_for_the_nex
     assert added["id"] in _lists(second)[QUERIES[3]][0]
 
 
-def test_the_child_keeps_nothing_while_a_sync_holds_the_index_or_for_series(make_app, factory, paths):
+def test_the_child_keeps_nothing_while_a_sync_holds_the_index_or_for_series(make_app, app, factory, paths):
     import subprocess
     import sys
 
@@ -229,7 +229,10 @@ def test_the_child_keeps_nothing_while_a_sync_holds_the_index_or_for_series(make
         return subprocess.run([sys.executable, "-m", "calendar_service.index.keep_base", *args],
                               capture_output=True, text=True, timeout=120)
     factory.event(title="Kept single")
-    make_app()   # (a start brings the index on disk to the branch)
+    # every service of the test done with the index (a start, a follower bringing it to the
+    # branch): a generation made while the child runs would hold no base
+    for service_app in (app, make_app()):
+        followed(service_app)
     _index_quiet()
     folder = Path(os.path.realpath(paths["index_dir"] / "whoosh"))
     (folder / base_file.FILE_NAME).unlink(missing_ok=True)
