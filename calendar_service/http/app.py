@@ -47,15 +47,14 @@ def create_app(test_config: dict | None = None) -> Flask:
 def open_service(app: Flask, settings: Settings) -> CalendarService:
     """Build the service of ``app`` (warmed up, pulling, delivering webhooks), closed with the app."""
     with starting() as loaded:
-        recovering: list = []   # a killed write finished meanwhile, in a thread: waited for before any write
-        service = build_service(settings, recovering=recovering)
+        # a killed write is finished in a thread meanwhile (``service.recovery``): waited for before any write
+        service = build_service(settings, recover_in_thread=True)
         # the service (its pull thread, its git processes) lives as long as the app, and no longer
         app.extensions["calendar_close"] = weakref.finalize(app, service.close)
         try:
             service.warm_up()
         finally:
-            for recovery in recovering:
-                recovery.wait()
+            service.recovery.wait()
         loaded(len(service.catalog.current().files))
     memory.give_back()   # what loading the records and reading the index built and dropped
     app.extensions["calendar"] = service

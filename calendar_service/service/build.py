@@ -61,15 +61,15 @@ class Recovering:
             raise error
 
 
-def build_service(settings: Settings, create: bool = True, recovering: list | None = None) -> CalendarService:
+def build_service(settings: Settings, create: bool = True, recover_in_thread: bool = False) -> CalendarService:
     """Open the content repository of ``settings`` and return the service on it.
 
     With ``create`` a missing repository is created (with the sample calendar when
     ``settings.seed_sample``); without, a missing one raises NoRepository. Either way a write
     a killed process left half-done is finished and, with a git remote, the branch is
     brought in line with the remote first. The caller closes the service (``close()``).
-    With ``recovering`` (a list) that finishing runs in a thread (``Recovering``, appended to
-    the list) while the service is built: the caller waits for it before anything writes.
+    With ``recover_in_thread`` that finishing runs in a thread while the service is built
+    (``service.recovery``, a ``Recovering``): the caller waits for it before anything writes.
     """
     configure_limits(settings)
     configure_caches(settings)
@@ -80,8 +80,8 @@ def build_service(settings: Settings, create: bool = True, recovering: list | No
         raise NoRepository(f"no content repository at {settings.content_dir}")
     background = None
     try:
-        open_repository(store, settings, recover=recovering is None)
-        if recovering is not None:
+        open_repository(store, settings, recover=not recover_in_thread)
+        if recover_in_thread:
             background = Recovering(store)
         state = StateDB.of(settings)  # webhooks and the limits on guessing share it
         accounts = Accounts(settings.users_file, Limits.from_settings(settings, state))
@@ -98,9 +98,8 @@ def build_service(settings: Settings, create: bool = True, recovering: list | No
                 background.wait()   # never closing the store under it
         store.close()
         raise
-    if background is not None:
-        recovering.append(background)
     service = CalendarService(settings, store, catalog, accounts, index)
+    service.recovery = background
     service.webhooks = Webhooks(settings, store, catalog, service.history, accounts, state)
     return service
 

@@ -115,6 +115,7 @@ class CalendarService:
         self.follower = HeadFollower(store.head, self.follow, settings.follow_interval,
                                      idle=catalog.refresh_cache_when_quiet)
         self.webhooks = None  # service.webhooks.Webhooks: build_service always sets it
+        self.recovery = None  # service.build.Recovering when build_service finishes a killed write in a thread
 
     @property
     def site_tz(self):

@@ -256,9 +256,11 @@ class HeadFollower:
                 return
             try:
                 head = self._head()
-                if head == self.followed or (head == self._unfinished and time.monotonic() < self._retry_at):
-                    if head == self.followed and self._idle is not None:
+                if head == self.followed:
+                    if self._idle is not None:
                         self._idle()
+                    continue
+                if head == self._unfinished and time.monotonic() < self._retry_at:
                     continue
                 reached, finished = self._step()
                 if finished:
