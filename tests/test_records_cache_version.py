@@ -25,15 +25,15 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 13
-PINNED_DIGEST = 'ade507aa81ea19de2031653d482ec83b247cd3f2aa65e569c1eb76bc0ec02523'
+PINNED_FORMAT = 14
+PINNED_DIGEST = '2be1198b76d5ce5f468cf3f62aae551aeb71a68a40a224f1d15ed0cf646a00ae'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import
 PARSING_ENTRIES = ("calendar_service.domain.record_files", "calendar_service.domain.snapshot",
                    "calendar_service.domain.record")
-# the cache's layout, without what it imports (the store, used only to read a file again)
-CACHE_MODULE = "calendar_service.storage.records_cache"
+# the cache's layout, without what they import (the store, used only to read a file again)
+CACHE_MODULES = ("calendar_service.storage.records_cache", "calendar_service.storage.file_date_columns")
 
 
 def _path(module: str) -> Path | None:
@@ -57,7 +57,7 @@ def _imported(path: Path):
 def parsing_modules() -> dict[str, Path]:
     """Every module of the package that parsing runs (with the packages that hold them), by name."""
     found: dict[str, Path] = {}
-    missing = [entry for entry in PARSING_ENTRIES + (CACHE_MODULE,) if _path(entry) is None]
+    missing = [entry for entry in PARSING_ENTRIES + CACHE_MODULES if _path(entry) is None]
     assert not missing, f"no such module: {missing} (renamed? name it here)"
     pending = list(PARSING_ENTRIES)
     while pending:
@@ -69,7 +69,8 @@ def parsing_modules() -> dict[str, Path]:
             if path is not None and name not in found:
                 found[name] = path
                 pending.extend(m for m in _imported(path) if m.startswith("calendar_service."))
-    found[CACHE_MODULE] = _path(CACHE_MODULE)
+    for module in CACHE_MODULES:
+        found[module] = _path(module)
     return found
 
 

@@ -78,6 +78,21 @@ class Record:
             return packed
         return self._source.packed_at(packed)   # its position in the column of a cache file
 
+    @property
+    def cache_row(self) -> tuple | None:
+        """(the column of the records cache this record was restored from, its row), or None."""
+        packed = self._packed
+        return (self._source, packed) if type(packed) is int else None
+
+    def kept_text(self, context: str) -> str | None:
+        """The text a maker of ``context`` made of this record when the records cache it was
+        restored from was written (``storage.record_texts``), while it still holds; else None."""
+        packed = self._packed
+        if type(packed) is not int:
+            return None
+        facts = self._facts
+        return self._source.text_at(packed, facts if type(facts) is int else self.history, context)
+
     def _unpack(self) -> dict:
         data, filled = self._source.unpack(self)
         self._filled = filled

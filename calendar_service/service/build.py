@@ -61,7 +61,8 @@ class Recovering:
             raise error
 
 
-def build_service(settings: Settings, create: bool = True, recover_in_thread: bool = False) -> CalendarService:
+def build_service(settings: Settings, create: bool = True, recover_in_thread: bool = False,
+                  kept_texts=None) -> CalendarService:
     """Open the content repository of ``settings`` and return the service on it.
 
     With ``create`` a missing repository is created (with the sample calendar when
@@ -70,6 +71,8 @@ def build_service(settings: Settings, create: bool = True, recover_in_thread: bo
     brought in line with the remote first. The caller closes the service (``close()``).
     With ``recover_in_thread`` that finishing runs in a thread while the service is built
     (``service.recovery``, a ``Recovering``): the caller waits for it before anything writes.
+    ``kept_texts``: what makes the records' texts kept with the records cache (the web app's
+    ``http.own_text.OwnTexts``; ``Catalog.kept_texts``).
     """
     configure_limits(settings)
     configure_caches(settings)
@@ -85,7 +88,7 @@ def build_service(settings: Settings, create: bool = True, recover_in_thread: bo
             background = Recovering(store)
         state = StateDB.of(settings)  # webhooks and the limits on guessing share it
         accounts = Accounts(settings.users_file, Limits.from_settings(settings, state))
-        catalog = _catalog(store, settings, accounts)
+        catalog = _catalog(store, settings, accounts, kept_texts)
         index = _index(settings)
         loaded, base = _preloaded.get(settings.content_dir.resolve(), (None, None))
         if loaded is not None and catalog.adopt(loaded):
@@ -108,9 +111,11 @@ def _index(settings: Settings) -> SearchIndex:
     return SearchIndex(settings.index_dir, settings.tz, getattr(settings, "recurrence_horizon", None))
 
 
-def _catalog(store: GitStore, settings: Settings, accounts: Accounts) -> Catalog:
-    return Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
-                   last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
+def _catalog(store: GitStore, settings: Settings, accounts: Accounts, kept_texts=None) -> Catalog:
+    catalog = Catalog(store, settings.index_dir / RECORDS_CACHE, author_of=accounts.id_of_email,
+                      last_good=(settings.last_good_files, settings.last_good_versions, settings.last_good_commits))
+    catalog.kept_texts = kept_texts
+    return catalog
 
 
 # content folder -> (the catalog ``preload`` filled in this process (the serving master), the index
@@ -119,7 +124,7 @@ def _catalog(store: GitStore, settings: Settings, accounts: Accounts) -> Catalog
 _preloaded: dict = {}
 
 
-def preload(settings: Settings) -> int:
+def preload(settings: Settings, kept_texts=None) -> int:
     """Load the records of the content repository of ``settings`` in a process that forks the
     workers serving it (the gunicorn master, ``http.serving``), so the workers start from them
     and share their memory pages, copy-on-write, instead of each loading its own copy.
@@ -137,7 +142,7 @@ def preload(settings: Settings) -> int:
             if not store.exists() or store.head() is None:
                 return 0
             accounts = Accounts(settings.users_file)   # authors of files written without an account id
-            catalog = _catalog(store, settings, accounts)
+            catalog = _catalog(store, settings, accounts, kept_texts)
             snapshot = catalog.current()
             catalog.wait_for_cache()
         except Exception:   # never what stops the server from starting: each worker then loads its own

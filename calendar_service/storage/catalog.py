@@ -211,6 +211,10 @@ class Catalog:
         self._cache_writing = threading.Lock()   # one background write of the cache at a time
         self._source = CachedRecords(store, author_of)   # makes the data of records restored from the cache
         self._cache = RecordsCacheFile(self.cache_file, self._source)
+        # what makes the records' texts written beside the cache (``storage.record_texts``), and
+        # the context of the texts of the cache this catalog read or wrote (None: none)
+        self.kept_texts = None
+        self._texts_context: str | None = None
 
     def adopt(self, loaded: "Catalog") -> bool:
         """Start from the snapshot ``loaded`` holds (the same repository, loaded by the serving
@@ -228,6 +232,7 @@ class Catalog:
             loaded.author_of = loaded._source.author_of = self.author_of
             self._source = loaded._source
             self._cache_commit = loaded._cache_commit
+            self._texts_context = loaded._texts_context
             self._cache = RecordsCacheFile(self.cache_file, self._source)
             self._snapshot = snapshot
         return True
@@ -238,19 +243,21 @@ class Catalog:
         return self._snapshot.commit
 
     def refresh_cache_when_quiet(self) -> bool:
-        """Write the records cache for the snapshot held, in the background, when it is past the
-        cache's commit, no new head came for CACHE_QUIET_SECONDS and the last write is
-        CACHE_REFRESH_SECONDS old (the refresh by heads only looks when a head comes: after a
-        burst of writes the cache stayed behind until the next one). Only a calendar large
-        enough to have a cache (CACHE_MIN_FILES). Called by the follower thread while the head
-        does not move, never by a read. Returns whether a write was started."""
+        """Write the records cache for the snapshot held, in the background, when no new head
+        came for CACHE_QUIET_SECONDS and either it is past the cache's commit and the last write
+        is CACHE_REFRESH_SECONDS old (the refresh by heads only looks when a head comes: after a
+        burst of writes the cache stayed behind until the next one), or the cache has no texts
+        of this catalog's ``kept_texts`` (one written by a command, or by other code). Only a
+        calendar large enough to have a cache (CACHE_MIN_FILES). Called by the follower thread
+        while the head does not move, never by a read. Returns whether a write was started."""
         now = time.monotonic()
         with self._lock:
             snapshot = self._snapshot
-            if (self.cache_file is None or snapshot.commit in (None, self._cache_commit)
+            behind = snapshot.commit != self._cache_commit and now - self._cache_refreshed >= CACHE_REFRESH_SECONDS
+            textless = self.kept_texts is not None and self._texts_context != self.kept_texts.context
+            if (self.cache_file is None or snapshot.commit is None or not (behind or textless)
                     or len(snapshot.files) < CACHE_MIN_FILES
-                    or now - self._head_moved_at < CACHE_QUIET_SECONDS
-                    or now - self._cache_refreshed < CACHE_REFRESH_SECONDS):
+                    or now - self._head_moved_at < CACHE_QUIET_SECONDS):
                 return False
             # the other workers of the service follow the same branch: one of them writes it
             try:
@@ -259,6 +266,7 @@ class Catalog:
                 written = 0.0
             if written >= time.time() - (now - self._head_moved_at):   # since this catalog's last head
                 self._cache_commit = snapshot.commit
+                self._texts_context = self.kept_texts.context if self.kept_texts else None   # (by a process of this service)
                 return False
         lock = _try_lock(self.cache_file.with_name(self.cache_file.name + ".lock"))
         if lock is None:   # another process is writing it now
@@ -339,6 +347,7 @@ class Catalog:
                 cached = self._cache.read()
                 restored = self._cache.restore(cached, functools.partial(entry_order, self.store)) if cached else None
             self._cache_commit = restored.commit if restored is not None else None
+            self._texts_context = self._source.texts.context if self._source.texts is not None else None
             # what the load made goes out of the collector's sight in one freeze once the service
             # has started (``service.calendar.freeze_start_objects``: the maps and the index too)
             if restored is not None:
@@ -483,10 +492,12 @@ class Catalog:
         self._heads_since_cache = 0
         self._cache_refreshed = time.monotonic()
         self._cache_commit = snapshot.commit
+        maker = self.kept_texts
+        self._texts_context = maker.context if maker is not None else None
 
         def write():
             try:
-                self._cache.write(snapshot)
+                self._cache.write(snapshot, maker)
             finally:
                 self._cache_writing.release()
                 if release is not None:

@@ -14,21 +14,20 @@ modules to ``FORMAT``, so a change to one of them fails the suite until ``FORMAT
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import io
 import logging
 import os
 import pickle
+import secrets
 import sys
 import threading
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Mapping
 from importlib import metadata
-from itertools import compress, filterfalse, islice, repeat
-from operator import itemgetter, le
+from itertools import compress, islice, repeat
+from operator import le
 from pathlib import Path
 
 from calendar_service.domain import file_limits, record_files
@@ -37,6 +36,9 @@ from calendar_service.domain.record_files import FileProblem
 from calendar_service.domain.recurrence import limits as recurrence_limits
 from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, Stale
+from calendar_service.storage import record_texts
+from calendar_service.storage.file_date_columns import FileDateColumns, position
+from calendar_service.storage.record_texts import NO_TEXT, RecordTexts, TextsWriter
 from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ log = logging.getLogger(__name__)
 # Raise by one whenever a change to the code that parses record files or derives the snapshot's
 # maps (domain/record_files.py and every module it imports, domain/snapshot.py), or to this file's
 # layout, changes what a cache holds. The test named above fails until it is raised.
-FORMAT = 13
+FORMAT = 14
 # the distributions whose versions change what parsing gives for the same bytes
 SHAPING_LIBRARIES = ("PyYAML", "python-frontmatter", "python-dateutil", "tzdata", "pyroaring")
 DICTIONARY_SAMPLE = 60          # records sampled for the preset dictionary of packed records
@@ -109,13 +111,15 @@ class PackedColumn:
     it holds its position (``Record._packed``) and this column as its source, and its bytes are
     cut from the buffer when its dict is made (a start makes no bytes object per record). A
     post restored with its file's dates holds its row of ``dates`` (``Record.history``): no
-    tuple is made per record at start."""
+    tuple is made per record at start. ``texts``: the texts made of these records when the
+    cache was written (``storage.record_texts``), if any."""
 
-    __slots__ = ("source", "buffer", "ends", "dates")
+    __slots__ = ("source", "buffer", "ends", "dates", "texts")
 
     def __init__(self, source: "CachedRecords", buffer: bytes, ends: array):
         self.source, self.buffer, self.ends = source, buffer, ends
         self.dates: FileDateColumns | None = None   # the dates the restored records' rows are of
+        self.texts: RecordTexts | None = None
 
     def packed_at(self, index: int) -> bytes:
         ends = self.ends
@@ -127,6 +131,24 @@ class PackedColumn:
 
     def unpack(self, record: Record) -> tuple[dict, dict | None]:
         return self.source.unpack(record)
+
+    def _row_facts(self, index: int):
+        return self.dates.row(index) if self.dates is not None else None
+
+    def text_at(self, index: int, facts, context: str) -> str | None:
+        """The text a maker of ``context`` made of row ``index``'s record, when the record still
+        has the file dates it was made with (``facts``: its row, or dates set since), or None."""
+        texts = self.texts
+        if texts is None or texts.context != context or (facts != index and facts != self._row_facts(index)):
+            return None
+        return texts.text_at(index, record_texts.checksum(self.packed_at(index)))
+
+    def kept_packed_text(self, index: int, texts: RecordTexts, facts) -> bytes:
+        """Row ``index``'s packed text in ``texts`` when these are the texts of this column and
+        the row's dates are ``facts`` (what a cache write may copy as it is), else ``NO_TEXT``."""
+        if texts is not self.texts or tuple(self._row_facts(index) or ()) != tuple(facts or ()):
+            return NO_TEXT
+        return texts.packed_at(index, record_texts.checksum(self.packed_at(index)))
 
 
 _COLUMNS = ("paths", "blobs", "ids", "slugs")
@@ -166,7 +188,7 @@ class CachedFiles:
 
     def position(self, path: str) -> int | None:
         """Where ``path`` is in the columns (they are in path order), or None."""
-        return _position(self.paths, path)
+        return position(self.paths, path)
 
     def entry(self, path: str, blob: str) -> tuple | None:
         """The restored entry of ``path`` (as ``restored`` gives it, without git dates) when the
@@ -236,150 +258,6 @@ class CachedFiles:
         return dict(zip(paths, zip(blobs, records, kept))), grouped
 
 
-def _position(paths: list[str], path: str) -> int | None:
-    """Where ``path`` is in the sorted ``paths``, or None."""
-    index = bisect_left(paths, path)
-    return index if index < len(paths) and paths[index] == path else None
-
-
-_FACT_KINDS = (int, int, str, bool)   # a FileDates: changed, added, e-mail, once
-
-
-def _facts_of_kinds(facts) -> bool:
-    """Whether every one of ``facts`` is a (changed, added, e-mail, once) tuple (one pass in C per check)."""
-    facts = list(facts)
-    return not facts or (set(map(type, facts)) == {tuple} and set(map(len, facts)) == {4}
-                         and all(set(map(type, map(itemgetter(i), facts))) == {kind}
-                                 for i, kind in enumerate(_FACT_KINDS)))
-
-
-class FileDateColumns(Mapping):
-    """The files' git dates (``history.FileDates``: when each last changed, when and by whom it
-    was added, and whether one commit did both) as the cache keeps them: by column, in the path
-    order of the files' columns (``CachedFiles``), the e-mails once each. A start hands every
-    record its row as it makes it (a dict of a million tuples took ~0.65 s to unpickle); asked
-    by path (the dates a write's next snapshot keeps, the cache writer), a row is found by the
-    files' positions. ``extra``: dates of paths the files' columns do not hold. Checked to have
-    the shapes the cache writer gives them (ValueError otherwise)."""
-
-    def __init__(self, raw, files: CachedFiles):
-        if type(raw) is not dict:
-            raise ValueError("file dates that are not columns")
-        count = len(files)
-        columns = []
-        for name, code in (("changed", "q"), ("added", "q"), ("email_of", "I")):
-            data = raw.get(name)
-            if type(data) is not bytes or len(data) != count * array(code).itemsize:
-                raise ValueError(f"file dates whose {name} column is not {count} numbers")
-            column = array(code)
-            column.frombytes(data)
-            columns.append(column)
-        self.changed, self.added, self.email_of = columns
-        self.emails, self.once, self.dated, self.extra = (raw.get(name) for name in ("emails", "once", "dated", "extra"))
-        if not (type(self.emails) is list and set(map(type, self.emails)) <= {str}
-                and type(self.once) is bytes and type(self.dated) is bytes and len(self.once) == len(self.dated) == count
-                and set(self.once) <= {0, 1} and set(self.dated) <= {0, 1}
-                and (not self.email_of or max(self.email_of) < len(self.emails))
-                and type(self.extra) is dict and set(map(type, self.extra)) <= {str}
-                and _facts_of_kinds(self.extra.values())):
-            raise ValueError("file dates that are not (changed, added, e-mail, once)")
-        self._paths = files.paths   # (the files' other columns are not kept alive by the dates)
-        if any(_position(self._paths, path) is not None for path in self.extra):
-            raise ValueError("file dates given twice")
-        self._len = self.dated.count(1) + len(self.extra)
-
-    @staticmethod
-    def columns(file_dates, paths: list[str]) -> dict:
-        """``file_dates`` (path -> FileDates) by column along ``paths`` (the files' columns, in
-        path order), as ``FileDateColumns`` reads them."""
-        known = file_dates if type(file_dates) is dict else dict(file_dates.items())
-        changed, added, email_of = array("q"), array("q"), array("I")
-        once, dated = bytearray(), bytearray()
-        emails: dict[str, int] = {}
-        for path in paths:
-            facts = known.get(path)
-            dated.append(facts is not None)
-            if facts is None:
-                facts = (0, 0, "", False)
-            changed.append(facts[0])
-            added.append(facts[1])
-            email_of.append(emails.setdefault(facts[2], len(emails)))
-            once.append(bool(facts[3]))
-        listed = set(paths)
-        return {"changed": changed.tobytes(), "added": added.tobytes(), "email_of": email_of.tobytes(),
-                "emails": list(emails), "once": bytes(once), "dated": bytes(dated),
-                "extra": {path: tuple(facts) for path, facts in known.items() if path not in listed}}
-
-    def _dated_rows(self):
-        """The dates of every file that has them, in path order (made by column)."""
-        rows = zip(self.changed, self.added, map(self.emails.__getitem__, self.email_of), map(bool, self.once))
-        return compress(rows, self.dated)
-
-    def row(self, index: int) -> tuple | None:
-        """The dates of the file at ``index`` of the columns, None when it has none."""
-        if not self.dated[index]:
-            return None
-        return self.changed[index], self.added[index], self.emails[self.email_of[index]], bool(self.once[index])
-
-    # path -> dates, or None for a path without dates any more: what ``layered`` put over the
-    # columns and ``extra`` (none in the map read from the cache)
-    _over: dict = {}
-
-    def layered(self, changes: dict, length: int) -> "FileDateColumns":
-        """These dates with ``changes`` over them (path -> dates, or None: none any more), of
-        ``length`` entries, as a map of its own: how a ``Layered`` map derived from this one
-        flattens (a copy of the changes, not a dict of a million files)."""
-        over = copy.copy(self)
-        over._over = {**self._over, **changes}
-        over._len = length
-        return over
-
-    def __getitem__(self, path: str) -> tuple:
-        if self._over:
-            facts = self._over.get(path, _NOT_OVER)
-            if facts is not _NOT_OVER:
-                if facts is None:
-                    raise KeyError(path)
-                return facts
-        index = _position(self._paths, path)
-        if index is not None and self.dated[index]:
-            return self.row(index)
-        return self.extra[path]
-
-    def __contains__(self, path) -> bool:
-        if self._over:
-            facts = self._over.get(path, _NOT_OVER)
-            if facts is not _NOT_OVER:
-                return facts is not None
-        index = _position(self._paths, path) if type(path) is str else None
-        return bool(self.dated[index]) if index is not None else path in self.extra
-
-    def __iter__(self):
-        over = self._over
-        if not over:
-            yield from compress(self._paths, self.dated)
-            yield from self.extra
-            return
-        yield from filterfalse(over.__contains__, compress(self._paths, self.dated))
-        yield from filterfalse(over.__contains__, self.extra)
-        yield from (path for path, facts in over.items() if facts is not None)
-
-    def __len__(self) -> int:
-        return self._len
-
-    def items(self):
-        """(path, dates) of every file with dates, made by column (a pair each, no lookup)."""
-        pairs = zip(compress(self._paths, self.dated), self._dated_rows())
-        over = self._over
-        if not over:
-            return [*pairs, *self.extra.items()]
-        return [*filterfalse(lambda pair: pair[0] in over, pairs),
-                *filterfalse(lambda pair: pair[0] in over, self.extra.items()),
-                *((path, facts) for path, facts in over.items() if facts is not None)]
-
-
-_NOT_OVER = object()
-
 
 class CachedRecords:
     """Packs records for the cache, and makes the data of the records restored from it when each
@@ -397,6 +275,7 @@ class CachedRecords:
         self.store = store
         self.author_of = author_of
         self.dictionary: bytes | None = None
+        self.texts: RecordTexts | None = None   # the texts read with the cache (a write copies what still holds)
 
     def choose_dictionary(self, snapshot: Snapshot) -> None:
         """Take a dictionary from ``snapshot``'s records, unless one is set already."""
@@ -471,6 +350,63 @@ def _columns(snapshot: Snapshot, source: CachedRecords) -> dict:
             "problems": problems, "record_blobs": record_blobs}
 
 
+def _write_texts(snapshot: Snapshot, files: dict, texts, path: Path, token: str, old: RecordTexts | None) -> None:
+    """Write the texts of ``snapshot``'s records for the cache being written (``files``, its
+    rows): a text the cache that was read holds is copied as it is where it still holds, the
+    others are made by ``texts``' maker. A record whose dates are not the ones the cache keeps
+    of its file gets none (its text would show other dates than the ones it is restored with)."""
+    paths, present, packed = files["paths"], files["present"], files["packed"]
+    ends = array("Q")
+    ends.frombytes(files["ends"])
+    maker = texts.maker(snapshot)
+    if old is not None and old.context != texts.context:
+        old = None
+    made: dict[int, str | None] = {}
+    failed: list[str] = []
+    dictionary = old.dictionary if old is not None else None
+    if dictionary is None:   # a sample of the texts, made first (and kept for their rows)
+        sample = []
+        for index in range(0, len(paths), max(1, len(paths) // record_texts.DICTIONARY_SAMPLE)):
+            record = snapshot.files[paths[index]][1]
+            text = made[index] = _made(maker, record, failed) if present[index] else None
+            if text:
+                sample.append(text)
+        dictionary = TextsWriter.choose_dictionary(sample)
+    writer = TextsWriter(path, token, texts.context, dictionary)
+    file_dates = snapshot.file_dates
+    for index, path_of in enumerate(paths):
+        if not present[index]:
+            writer.add(NO_TEXT, 0)
+            continue
+        record = snapshot.files[path_of][1]
+        facts, history = file_dates.get(path_of), record.history
+        packed_text = NO_TEXT
+        if history is None or tuple(history) == tuple(facts or ()):
+            row = record.cache_row
+            if old is not None and row is not None:
+                packed_text = row[0].kept_packed_text(row[1], old, facts)
+            if not packed_text:
+                text = made.pop(index) if index in made else _made(maker, record, failed)
+                if text:
+                    packed_text = writer.pack(text)
+        writer.add(packed_text, record_texts.checksum(packed[ends[index - 1] if index else 0:ends[index]]))
+    writer.finish()
+    if len(failed) > 1:
+        log.warning("no text of %d more records for the records cache", len(failed) - 1)
+
+
+def _made(maker, record: Record, failed: list) -> str | None:
+    """``maker``'s text of ``record``; None when it makes none or fails (the first failure of a
+    write logged, the others counted in ``failed``: those records are made per request)."""
+    try:
+        return maker(record)
+    except Exception:
+        if not failed:
+            log.exception("no text of %s for the records cache", record.path)
+        failed.append(record.path)
+        return None
+
+
 def _check_maps(claims: dict, derived: dict) -> None:
     """ValueError unless the cache's claimed ids and derived reference maps have the shapes the
     cache writer gives them (claimed ids are integers, reference maps hold each term's bitmap as
@@ -524,6 +460,8 @@ class RecordsCacheFile:
             if self._source.dictionary is None:
                 self._source.dictionary = cached["dictionary"]
             if self._source.dictionary == cached["dictionary"]:
+                texts = RecordTexts.open(record_texts.texts_path(self.path), cached.get("texts_token"))
+                cached["files"].column.texts = self._source.texts = texts
                 return cached
         except FileNotFoundError:
             pass
@@ -531,25 +469,31 @@ class RecordsCacheFile:
             log.warning("ignoring the records cache %s (%s)", self.path, exc)
         return {}
 
-    def write(self, snapshot: "Snapshot") -> None:
+    def write(self, snapshot: "Snapshot", texts=None) -> None:
         """Save the snapshot of one commit (best effort: a failure is only logged): its parsed
         records by path and blob, the files' git dates, the ids unreadable files claim and the
         maps derived from the records, so that a start at that commit (or one a few files away
-        from it) neither parses, lists the tree, reads the history nor builds the maps again."""
+        from it) neither parses, lists the tree, reads the history nor builds the maps again.
+        With ``texts`` (``context``, and ``maker(snapshot)``: a function of a record giving its
+        text or None), the records' texts are written beside it first (``storage.record_texts``)."""
         source = self._source
         source.choose_dictionary(snapshot)
         # in path order: a start sorts the paths it restores, and a sorted list sorts in one pass
         files = _columns(snapshot, source)
         dates = FileDateColumns.columns(snapshot.file_dates, files["paths"])
         tmp = None
+        token = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._remove_orphans()
+            if texts is not None:
+                token = secrets.token_hex(16)
+                _write_texts(snapshot, files, texts, record_texts.texts_path(self.path), token, source.texts)
             # a name of this writer's own (another process or thread may be writing one too)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(tmp, "wb") as handle:
                 pickle.dump({"version": cache_version(), "commit": snapshot.commit, "dictionary": source.dictionary,
-                             "files": files, "dates": dates,
+                             "files": files, "dates": dates, "texts_token": token,
                              "claims": dict(snapshot.claims), "retired": dict(snapshot.retired),
                              "derived": snapshot.derived(),
                              "stale": {path: tuple(found) for path, found in snapshot.stale.items()}}, handle,
@@ -566,7 +510,7 @@ class RecordsCacheFile:
         its thread wrote the cache leaves one as large as the cache: hundreds of MB at 1,000,000
         events). A live process's file is its writer's to finish."""
         for found in self.path.parent.glob(f"{self.path.name}.*.*.tmp"):
-            pid = found.name[len(self.path.name) + 1:].split(".", 1)[0]
+            pid = found.name[:-len(".tmp")].rsplit(".", 2)[-2]   # (the texts' writers' too)
             if pid.isdigit() and not _alive(int(pid)):
                 with contextlib.suppress(OSError):
                     found.unlink()
