@@ -18,6 +18,7 @@ from flask import Flask
 
 from calendar_service.config import Settings
 from calendar_service.http import cors, error_handlers, guards, health, logs, memory, prefix, wsgi
+from calendar_service.http.own_text import OwnTexts
 from calendar_service.service.build import build_service
 from calendar_service.service.calendar import CalendarService, starting
 
@@ -48,7 +49,7 @@ def open_service(app: Flask, settings: Settings) -> CalendarService:
     """Build the service of ``app`` (warmed up, pulling, delivering webhooks), closed with the app."""
     with starting() as loaded:
         # a killed write is finished in a thread meanwhile (``service.recovery``): waited for before any write
-        service = build_service(settings, recover_in_thread=True)
+        service = build_service(settings, recover_in_thread=True, kept_texts=OwnTexts(settings.tz))
         # the service (its pull thread, its git processes) lives as long as the app, and no longer
         app.extensions["calendar_close"] = weakref.finalize(app, service.close)
         try:

@@ -18,6 +18,7 @@ import time
 
 from calendar_service.config import Settings
 from calendar_service.http import memory
+from calendar_service.http.own_text import OwnTexts
 from calendar_service.service import build
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,8 @@ def on_starting(server=None) -> int:
     pages. Returns the number of files loaded."""
     started = time.monotonic()
     from calendar_service.http import api, docs_ui, ical, tec  # noqa: F401  (what a worker imports anyway)
-    files = build.preload(Settings.from_env())
+    settings = Settings.from_env()
+    files = build.preload(settings, kept_texts=OwnTexts(settings.tz))
     gc.collect()
     gc.freeze()
     memory.give_back()   # the load's freed heap space, which the workers would otherwise inherit

@@ -63,7 +63,7 @@ STAND_IN = _StandIns(rest_base=TOKEN + _KIND_LETTERS[1], site=TOKEN + _KIND_LETT
 _STAND_INS = (STAND_IN.site, STAND_IN.rest_base, STAND_IN.host_path)
 # the token as tags spell it: the same in every process, and a character JSON text never holds
 # unescaped (so no content hashes like a stand-in)
-_NEUTRAL = "\x00"
+_NEUTRAL = NEUTRAL_TOKEN = "\x00"
 _NEUTRAL_VALUES = tuple(_NEUTRAL + letter for letter in _KIND_LETTERS)
 
 
@@ -96,12 +96,13 @@ PIECE_BYTES = 64   # what a piece of a cut text costs beside its characters (a s
 class StandInText:
     """JSON text built with the stand-in URLs, kept cut where they stand: putting a caller's URLs
     in is one join, not a scan of the text per stand-in (a remembered event is put in on every
-    page that lists it: three replacements were ~40 % of listing it)."""
+    page that lists it: three replacements were ~40 % of listing it). ``token``: how the text
+    spells the stand-ins' token (``NEUTRAL_TOKEN`` for text kept across processes)."""
 
     __slots__ = ("pieces", "kinds", "weight")
 
-    def __init__(self, text: str):
-        pieces = text.split(TOKEN)
+    def __init__(self, text: str, token: str = TOKEN):
+        pieces = text.split(token)
         kinds: list = []
         if len(pieces) > 1:
             rest = pieces[1:]
@@ -113,13 +114,13 @@ class StandInText:
                 for piece in rest:
                     kind = _KIND_OF.get(piece[:1])
                     if kind is None:
-                        pieces[-1] += TOKEN + piece
+                        pieces[-1] += token + piece
                     else:
                         kinds.append(kind)
                         pieces.append(piece[1:])
         self.pieces = tuple(pieces)
         self.kinds = tuple(kinds)
-        self.weight = len(text) + PIECE_BYTES * len(pieces)
+        self.weight = len(text) + (len(TOKEN) - len(token)) * len(kinds) + PIECE_BYTES * len(pieces)
 
     def __len__(self) -> int:
         """What the text weighs in a memo (its characters and its pieces)."""

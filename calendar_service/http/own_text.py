@@ -1,0 +1,143 @@
+"""An event's own JSON text, made once per record and kept beside the records cache.
+
+What a listed event shows is the same for every caller, host and commit, but for the records it
+embeds (its categories, tags, venues and organizers: their text changes with them, and the
+caller decides which it may see) and its author (an account's id: the accounts file may change
+it). That *own text* (the event's list text with the stand-in URLs spelled neutrally,
+``urls.neutral``, and a hole where each of those five values goes) is made by ``OwnTexts``
+whenever the catalog writes the records cache (``storage.record_texts``); a list page that
+presents an event for the first time fills the holes (``Presenter.kept_own_text``) instead of
+building the event, which was most of such a page's time.
+
+A kept text is used only by code that would make the same one: its ``context`` names this
+module's version, a digest of the source of every module of the package that presenting imports
+(found by following its imports: an upgrade that changes any of them, even a comment, retires
+the kept texts, which the service then writes again), the JSON encoder's version and the site's
+time zone. Each text is checked when it is made: filled with the
+values it was cut from, it must give back the text it was cut from.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+
+import orjson
+
+from calendar_service.http.json_text import RawJSON, to_json
+from calendar_service.http.urls import NEUTRAL_TOKEN, StandInText, neutral
+
+VERSION = 1
+HOLE = "\x01"   # JSON text never holds it unescaped
+HOLES = ("author", "categories", "tags", "venue", "organizer")   # in the order an event's keys come
+# the records kept whole (resource -> the presenter's method): their list text, as an event embeds it
+WHOLE = {"venues": "venue", "organizers": "organizer"}
+# where the code deciding a kept text starts: it and every module of the package it imports count
+CODE_ROOTS = ("calendar_service.http.presenters", "calendar_service.http.own_text")
+_PACKAGE = Path(__file__).resolve().parent.parent
+_FROM = re.compile(rb"^[ \t]*from[ \t]+(calendar_service[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(rb"^[ \t]*import[ \t]+(calendar_service[\w.]*)", re.M)
+
+
+def _module_path(name: str) -> Path | None:
+    relative = Path(*name.split(".")[1:])
+    for candidate in (_PACKAGE / relative / "__init__.py", (_PACKAGE / relative).with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def code_sources() -> dict[str, bytes]:
+    """The source of ``CODE_ROOTS`` and of every module of the package they import, by name,
+    followed through the import lines (read as text: ~6 ms, where parsing them took ~130)."""
+    sources: dict[str, bytes] = {}
+    pending = list(CODE_ROOTS)
+    while pending:
+        name = pending.pop()
+        if name in sources:
+            continue
+        path = _module_path(name)
+        sources[name] = source = path.read_bytes() if path is not None else b""
+        for found in _FROM.finditer(source):
+            module = found.group(1).decode()
+            pending.append(module)   # and each name it imports, which may be a module
+            pending.extend(f"{module}.{word.decode()}" for word in re.findall(rb"\w+", found.group(2)) if word != b"as")
+        pending.extend(found.group(1).decode() for found in _IMPORT.finditer(source))
+    return {name: source for name, source in sources.items() if source}
+
+
+@functools.cache
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name, source in sorted(code_sources().items()):
+        digest.update(name.encode() + b"\0" + source + b"\0")
+    return digest.hexdigest()[:20]
+
+
+@functools.lru_cache(maxsize=8)
+def context(site_tz) -> str:
+    """What kept own texts must have been made with to be used by this code in a site of ``site_tz``."""
+    zone = getattr(site_tz, "key", None) or str(site_tz)
+    return f"own-text-{VERSION};code={_code_digest()};orjson={orjson.__version__};tz={zone}"
+
+
+def _joined(parts: list[str], values: list[str]) -> str:
+    out = [parts[0]] * (2 * len(parts) - 1)
+    out[0::2] = parts
+    out[1::2] = values
+    return "".join(out)
+
+
+def cut(built: dict) -> str | None:
+    """The own text of an event's list object ``built`` (built with the stand-in URLs, its
+    embedded records as text), or None when its keys are not where this module expects them."""
+    holed = dict(built)
+    values = []
+    for key in HOLES:
+        values.append(to_json(holed[key]))
+        holed[key] = RawJSON(HOLE)
+    parts = to_json(holed).split(HOLE)
+    if len(parts) != len(HOLES) + 1 or _joined(parts, values) != to_json(built):
+        return None
+    return neutral(HOLE.join(parts))
+
+
+def filled(own: str, values: list[str]) -> StandInText | None:
+    """The presented text of a kept ``own`` text with ``values`` (JSON text, stand-in URLs
+    spelled neutrally) in its holes, in the order of ``HOLES``; None when ``own`` has other holes."""
+    parts = own.split(HOLE)
+    if len(parts) != len(HOLES) + 1:
+        return None
+    return StandInText(_joined(parts, values), NEUTRAL_TOKEN)
+
+
+class OwnTexts:
+    """The records cache's maker of kept texts (see ``storage.record_texts``), as a service in
+    ``site_tz`` presents them: the own text of every event but a password-protected or recurring
+    one, and the list text of every venue and organizer but a protected one or one whose author
+    comes from git history."""
+
+    def __init__(self, site_tz):
+        self.site_tz = site_tz
+        self.context = context(site_tz)
+
+    def maker(self, snapshot):
+        """The function making the kept text of each record of ``snapshot`` (or None)."""
+        from calendar_service.domain.resources import EVENTS
+        from calendar_service.http.presenters import Presenter
+        from calendar_service.http.urls import STAND_IN
+
+        builder = Presenter(snapshot, STAND_IN, self.site_tz).text_builder()
+
+        def make(record) -> str | None:
+            data = record.data
+            if data.get("password"):
+                return None
+            if record.resource is EVENTS:
+                return None if data.get("recurrence") else cut(builder.event(record))
+            method = WHOLE.get(record.resource.name)
+            if method is not None and "author" not in (record.filled or ()):   # (see ``Presenter._kept_embed``)
+                return neutral(to_json(getattr(builder, method)(record)))
+            return None
+        return make

@@ -1,0 +1,271 @@
+"""Texts kept with the records cache (``records.cache.texts``): an event's own list text, and the
+list text of a venue or an organizer as an event embeds it.
+
+The web app's service writes them whenever it writes the records cache; a start maps the file and
+a list page fills an event's kept text with its author and the records it embeds for the caller,
+instead of building the event. It must serve exactly what building gives, and a kept text is never
+used for a record, a cache or a site it was not made for.
+"""
+from __future__ import annotations
+
+import contextlib
+import pickle
+import subprocess
+import threading
+import time
+from array import array
+
+import pytest
+
+from calendar_service.auth.accounts import Accounts
+from calendar_service.http.app import close_app
+from calendar_service.storage import record_texts
+from conftest import Client, remove_index, set_cached
+
+ROUTES = ("/events?per_page=50&status=publish,draft,private&start_date=2020-01-01&end_date=2040-01-01",
+          "/events?per_page=50&status=publish,draft,private", "/events?per_page=8&status=publish,draft,private&page=2",
+          "/venues?per_page=50", "/organizers?per_page=50")
+ANONYMOUS = ("/events?per_page=50", "/events?per_page=5&page=3")
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    from calendar_service.storage import catalog
+    monkeypatch.setattr(catalog, "CACHE_MIN_FILES", 1)
+    return catalog
+
+
+def _wait_for_cache() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "calendar-records-cache":
+            with contextlib.suppress(RuntimeError):   # listed while still starting: it is not writing yet
+                thread.join(30)
+
+
+def _lists(app) -> dict:
+    """Every list of the calendar as an administrator and as the public sees it."""
+    out = {}
+    for role, routes in (("administrator", ROUTES), (None, ANONYMOUS)):
+        client = Client(app.test_client(), role)
+        for route in routes:
+            r = client.get(route)
+            assert r.status_code == 200, (route, r.get_json())
+            out[role, route] = r.get_json()
+    return out
+
+
+def _titles(lists: dict) -> set:
+    return {e["title"] for key, body in lists.items() if "events" in body for e in body["events"]} | \
+        {v["venue"] for key, body in lists.items() if "events" in body for e in body["events"]
+         for v in (e["venue"] if isinstance(e["venue"], list) else [e["venue"]]) if v}
+
+
+def _rewrite_texts(index_dir, change) -> int:
+    """Write the texts file of the cache in ``index_dir`` again with ``change(path, text)`` for
+    each kept text (a stand-in for what only a kept text can show); returns how many changed."""
+    cache = index_dir / "records.cache"
+    entries = pickle.loads(cache.read_bytes())
+    path = record_texts.texts_path(cache)
+    kept = record_texts.RecordTexts.open(path, entries["texts_token"])
+    assert kept is not None
+    files = entries["files"]
+    ends = array("Q")
+    ends.frombytes(files["ends"])
+    writer = record_texts.TextsWriter(path, kept.token, kept.context, kept.dictionary)
+    changed = 0
+    for index, file_path in enumerate(files["paths"]):
+        row = record_texts.checksum(files["packed"][ends[index - 1] if index else 0:ends[index]])
+        text = kept.text_at(index, row)
+        if text is not None:
+            new = change(file_path, text)
+            changed += new != text
+            text = new
+        writer.add(writer.pack(text) if text else record_texts.NO_TEXT, row)
+    writer.finish()
+    return changed
+
+
+def _calendar(factory, repo) -> dict:
+    """Events of every shape a list shows, their venues, organizers and terms; one written by hand
+    by someone without an account (its author comes from git history)."""
+    music, jazz = factory.category(), factory.category(name="Jazz")
+    hall = factory.venue(venue="Marked Hall", address="1 Main St", city="Springfield", country="United States")
+    club = factory.venue()
+    host, band = factory.organizer(email="host@example.org"), factory.organizer()
+    made = [
+        factory.event(title="Marked Event", categories=[music["id"]], tags=["loud", "late"], venue=hall["id"],
+                      organizer=[host["id"], band["id"]], cost="10 - 20", currency_symbol="$",
+                      description="<p>First line</p>\n\nSecond paragraph with <b>bold</b> & ampersand"),
+        factory.event(venue=[hall["id"], club["id"]], categories=[music["id"], jazz["id"]], all_day=True),
+        factory.event(timezone="America/New_York", start_date="2031-03-09 01:30:00", end_date="2031-03-09 03:30:00",
+                      organizer=[band["id"]], website="https://example.org/w"),
+        factory.event(status="draft", venue=club["id"]),
+        factory.event(status="private", tags=["late"]),
+        factory.event(title="Ünïcode “quotes” \\ and / slashes", excerpt="Short", image="https://example.org/a.png"),
+    ]
+    for n in range(8):
+        made.append(factory.event(categories=[jazz["id"]], venue=club["id"]))
+    repo("-c", "user.name=Walk In", "-c", "user.email=walkin@example.org", "commit", "-q", "--allow-empty", "-m", "x")
+    path = "events/by-hand.md"
+    (repo.root / path).write_text("---\nid: 900\nslug: by-hand\ntitle: By Hand\nvenue: [" + str(hall["id"]) + "]\n"
+                                  "start_date: 2031-01-01 10:00:00\nend_date: 2031-01-01 11:00:00\n---\nBody\n")
+    repo("add", path)
+    repo("-c", "user.name=Walk In", "-c", "user.email=walkin@example.org", "commit", "-q", "-m", "By hand")
+    return {"hall": hall, "marked": made[0]}
+
+
+def test_lists_from_kept_texts_are_the_lists_built_without_them(paths, make_app, factory, repo, small_cache):
+    _calendar(factory, repo)
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    close_app(make_app())   # a start without a cache writes it, and the texts with it
+    _wait_for_cache()
+    texts = record_texts.texts_path(index_dir / "records.cache")
+    assert texts.is_file()
+
+    kept = _lists(make_app())
+    texts.unlink()
+    built = _lists(make_app())
+    assert kept == built
+
+    # the texts are what a start serves: a title only they hold shows (the cache keeps the same
+    # records, so the texts are written again as they were)
+    close_app(make_app())
+    remove_index(index_dir)
+    close_app(make_app())
+    _wait_for_cache()
+    changed = _rewrite_texts(index_dir, lambda path, text: text.replace('"Marked Event"', '"Only in the texts"')
+                             .replace('"Marked Hall"', '"Hall only in the texts"'))
+    assert changed == 2   # the event, and the venue it embeds
+    shown = _titles(_lists(make_app()))
+    assert {"Only in the texts", "Hall only in the texts"} <= shown and "Marked Event" not in shown
+
+
+def test_a_kept_text_is_not_used_for_another_site_record_or_cache(paths, make_app, factory, repo, small_cache):
+    made = _calendar(factory, repo)
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    close_app(make_app())
+    _wait_for_cache()
+    cache = index_dir / "records.cache"
+    texts = record_texts.texts_path(cache)
+    original = texts.read_bytes()
+    assert _rewrite_texts(index_dir, lambda path, text: text.replace('"Marked Event"', '"Only in the texts"')) == 1
+    marked = texts.read_bytes()
+
+    def built(**settings) -> dict:
+        texts.unlink()
+        answers = _lists(make_app(**settings))
+        texts.write_bytes(marked)
+        return answers
+
+    # another site time zone: the texts are of UTC's dates
+    in_new_york = _lists(make_app(site_timezone="America/New_York"))
+    assert "Only in the texts" not in _titles(in_new_york)
+    assert in_new_york == built(site_timezone="America/New_York")
+
+    # a damaged file: nothing of it is used, nothing fails
+    for damaged in (marked[:len(marked) // 2], marked[:200] + b"\xff" * 300 + marked[500:], b"garbage"):
+        texts.write_bytes(damaged)
+        assert _lists(make_app()) == built()
+    texts.write_bytes(marked)
+
+    # the cache's own bytes of the record changed (not the record the text was made from)
+    entries = pickle.loads(cache.read_bytes())
+    event_path = repo.path_at(made["marked"]["slug"])
+    set_cached(entries, event_path, excerpt="Changed in the cache")
+    cache.write_bytes(pickle.dumps(entries))
+    answers = _lists(make_app())
+    assert "Only in the texts" not in _titles(answers) and "Marked Event" in _titles(answers)
+
+    # another cache (written again without texts, as a command does): the file is not its texts
+    texts.write_bytes(original)
+    remove_index(index_dir)
+    from calendar_service.config import Settings
+    from calendar_service.service.build import build_service
+    service = build_service(Settings.from_env(**paths, seed_sample=False, site_timezone="UTC"))
+    try:
+        service.catalog.current()
+        service.catalog.wait_for_cache()
+    finally:
+        service.close()
+    texts.write_bytes(marked)
+    assert pickle.loads(cache.read_bytes())["texts_token"] is None
+    assert "Only in the texts" not in _titles(_lists(make_app()))
+
+
+def test_an_author_taken_from_git_history_follows_the_accounts_file(paths, make_app, factory, repo, small_cache):
+    _calendar(factory, repo)
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    close_app(make_app())
+    _wait_for_cache()
+    before = Client(make_app().test_client(), "administrator").get("/events/900").get_json()
+    assert before["author"] == "0"   # nobody of that e-mail had an account
+
+    walk_in, _ = Accounts(paths["users_file"]).add("walkin", "author", email="walkin@example.org", name="Walk In")
+    after = _lists(make_app())
+    authors = {e["id"]: e["author"] for body in after.values() if "events" in body for e in body["events"]}
+    assert authors[900] == str(walk_in.id)
+    record_texts.texts_path(index_dir / "records.cache").unlink()
+    assert _lists(make_app()) == after
+
+
+def test_a_start_from_a_cache_without_texts_writes_them_once_the_branch_is_quiet(paths, make_app, factory, repo,
+                                                                                 small_cache, monkeypatch):
+    monkeypatch.setattr(small_cache, "CACHE_QUIET_SECONDS", 0.3)
+    _calendar(factory, repo)
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    from calendar_service.config import Settings
+    from calendar_service.service.build import build_service
+    service = build_service(Settings.from_env(**paths, seed_sample=False, site_timezone="UTC"))   # (a command's)
+    try:
+        service.catalog.current()
+        service.catalog.wait_for_cache()
+    finally:
+        service.close()
+    cache = index_dir / "records.cache"
+    texts = record_texts.texts_path(cache)
+    assert cache.is_file() and not texts.exists()
+
+    app = make_app(follow_interval=0.05)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not texts.exists():
+        time.sleep(0.05)
+    assert texts.exists(), "no texts were written for the cache"
+    _wait_for_cache()
+    token = pickle.loads(cache.read_bytes())["texts_token"]
+    assert record_texts.RecordTexts.open(texts, token) is not None
+    time.sleep(1)   # quiet again: written once, not again
+    assert pickle.loads(cache.read_bytes())["texts_token"] == token
+    assert _lists(make_app()) == _lists(app)
+
+
+def test_a_cache_write_removes_the_texts_that_ended_writers_left(paths, make_app, factory, small_cache):
+    for _ in range(3):
+        factory.event()
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    index_dir.mkdir(parents=True)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = index_dir / f"records.cache.texts.{ended.pid}.140000000000000.tmp"
+    left.write_bytes(b"partial")
+    make_app()
+    _wait_for_cache()
+    assert record_texts.texts_path(index_dir / "records.cache").is_file() and not left.exists()
+
+
+def test_the_context_of_kept_texts_covers_the_code_presenting_runs():
+    """A kept text is used only by the code that made it: the context digests every module of
+    the package presenting imports (followed through imports written on several lines, and in
+    functions), not a list that could miss one."""
+    from calendar_service.http import own_text
+    read = own_text.code_sources()
+    for module in ("calendar_service.http.presenters", "calendar_service.http.urls", "calendar_service.http.json_text",
+                   "calendar_service.http.occurrence_json", "calendar_service.domain.text",
+                   "calendar_service.domain.dates", "calendar_service.domain.record",
+                   "calendar_service.domain.record_files", "calendar_service.domain.resources"):
+        assert module in read, module
+    assert all(name.startswith("calendar_service") and source for name, source in read.items())
