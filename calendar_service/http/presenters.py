@@ -342,19 +342,17 @@ class Presenter:
         return own_text.filled(own, [neutral(to_json(str(record.data.get("author") or 0))), *listed])
 
     def _neutral_embed(self, build, record: Record, *args) -> str | None:
-        """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally, kept
-        beside it for the commit; None when it is not text (a protected record)."""
-        key = ("neutral", build.__name__, record.resource.name, record.id, *args)
+        """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally; None when
+        it is not text (a protected record). Remembered per presenter only: kept beside the
+        embedded text for the commit, it took memo room from the presented texts."""
+        key = (build.__name__, record.resource.name, record.id, *args)
         found = self._neutral.get(key)   # a page's events share venues and terms: asked here first
         if found is not None and found[0] is record:
             return found[1]
-        text = self.snapshot.memo.get(key)
-        if text is None:
-            raw = self._embed(build, record, *args)
-            if type(raw) is not RawJSON:
-                return None
-            text = neutral(raw.text)
-            self.snapshot.memo.put(key, text, len(text))
+        raw = self._embed(build, record, *args)
+        if type(raw) is not RawJSON:
+            return None
+        text = neutral(raw.text)
         if len(self._neutral) >= REFS_REMEMBERED:
             self._neutral.clear()
         self._neutral[key] = (record, text)
