@@ -71,17 +71,17 @@ def _rewrite_texts(index_dir, change) -> int:
     files = entries["files"]
     ends = array("Q")
     ends.frombytes(files["ends"])
-    writer = record_texts.TextsWriter(path, kept.token, kept.context, kept.dictionary)
     changed = 0
-    for index, file_path in enumerate(files["paths"]):
-        row = record_texts.checksum(files["packed"][ends[index - 1] if index else 0:ends[index]])
-        text = kept.text_at(index, row)
-        if text is not None:
-            new = change(file_path, text)
-            changed += new != text
-            text = new
-        writer.add(writer.pack(text) if text else record_texts.NO_TEXT, row)
-    writer.finish()
+    with record_texts.TextsWriter(path, kept.token, kept.context, kept.dictionary) as writer:
+        for index, file_path in enumerate(files["paths"]):
+            row = record_texts.checksum(files["packed"][ends[index - 1] if index else 0:ends[index]])
+            text = kept.text_at(index, row)
+            if text is not None:
+                new = change(file_path, text)
+                changed += new != text
+                text = new
+            writer.add(writer.pack(text) if text else None, row)
+        writer.finish()
     return changed
 
 
@@ -164,8 +164,12 @@ def test_a_kept_text_is_not_used_for_another_site_record_or_cache(paths, make_ap
     assert "Only in the texts" not in _titles(in_new_york)
     assert in_new_york == built(site_timezone="America/New_York")
 
-    # a damaged file: nothing of it is used, nothing fails
-    for damaged in (marked[:len(marked) // 2], marked[:200] + b"\xff" * 300 + marked[500:], b"garbage"):
+    # a damaged file: no damaged text is served, nothing fails (the texts are the true ones here)
+    flipped = bytearray(original)
+    for at in range(40, len(original) // 2, 50):   # bytes of the texts themselves
+        flipped[at] ^= 0x5A
+    for damaged in (original[:len(original) // 2], bytes(flipped), original[:200] + b"\xff" * 300 + original[500:],
+                    b"garbage"):
         texts.write_bytes(damaged)
         assert _lists(make_app()) == built()
     texts.write_bytes(marked)
@@ -269,3 +273,26 @@ def test_the_context_of_kept_texts_covers_the_code_presenting_runs():
                    "calendar_service.domain.record_files", "calendar_service.domain.resources"):
         assert module in read, module
     assert all(name.startswith("calendar_service") and source for name, source in read.items())
+
+
+def test_a_texts_write_that_does_not_finish_leaves_nothing_and_a_finished_one_reads_back(tmp_path):
+    path = tmp_path / "records.cache.texts"
+    writer = record_texts.TextsWriter(path, "token", "context", b"dictionary")
+    with pytest.raises(RuntimeError), writer:
+        writer.add(writer.pack('{"id":1}'), 7)
+        raise RuntimeError("the maker failed")
+    assert list(tmp_path.iterdir()) == []
+
+    with record_texts.TextsWriter(path, "token", "context", b"dictionary") as writer:
+        writer.add(writer.pack('{"id":1,"title":"One"}'), 7)
+        writer.add(None, 8)
+        writer.add(writer.pack('{"id":3}'), 9)
+        writer.add((writer.pack('{"id":4,"title":"Four"}')[0], writer.pack('{"id":4,"title":"Fore"}')[1]), 10)
+        writer.finish()
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    kept = record_texts.RecordTexts.open(path, "token")
+    assert (kept.context, len(kept)) == ("context", 4)
+    assert [kept.text_at(0, 7), kept.text_at(1, 8), kept.text_at(2, 9)] == ['{"id":1,"title":"One"}', None, '{"id":3}']
+    assert kept.text_at(3, 10) is None                         # a text that is not the one written
+    assert kept.text_at(0, 8) is None                          # another record's checksum
+    assert record_texts.RecordTexts.open(path, "another") is None   # another cache's texts

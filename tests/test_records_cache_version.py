@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 14
-PINNED_DIGEST = '2be1198b76d5ce5f468cf3f62aae551aeb71a68a40a224f1d15ed0cf646a00ae'
+PINNED_DIGEST = 'deae8efc64b99489c576e3e9f068019df54f56f3a4534ad3bdb6b763a25a32a7'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -38,7 +38,7 @@ from calendar_service.domain.resources import EVENTS, RESOURCES
 from calendar_service.domain.snapshot import Snapshot, Stale
 from calendar_service.storage import record_texts
 from calendar_service.storage.file_date_columns import FileDateColumns, position
-from calendar_service.storage.record_texts import NO_TEXT, RecordTexts, TextsWriter
+from calendar_service.storage.record_texts import RecordTexts, TextsWriter
 from calendar_service.storage.store import GitStore
 
 log = logging.getLogger(__name__)
@@ -143,11 +143,12 @@ class PackedColumn:
             return None
         return texts.text_at(index, record_texts.checksum(self.packed_at(index)))
 
-    def kept_packed_text(self, index: int, texts: RecordTexts, facts) -> bytes:
-        """Row ``index``'s packed text in ``texts`` when these are the texts of this column and
-        the row's dates are ``facts`` (what a cache write may copy as it is), else ``NO_TEXT``."""
+    def kept_packed_text(self, index: int, texts: RecordTexts, facts) -> tuple[bytes, int] | None:
+        """Row ``index``'s packed text in ``texts`` (``RecordTexts.packed_at``) when these are
+        the texts of this column and the row's dates are ``facts`` (what a cache write may copy
+        as it is), else None."""
         if texts is not self.texts or tuple(self._row_facts(index) or ()) != tuple(facts or ()):
-            return NO_TEXT
+            return None
         return texts.packed_at(index, record_texts.checksum(self.packed_at(index)))
 
 
@@ -372,25 +373,25 @@ def _write_texts(snapshot: Snapshot, files: dict, texts, path: Path, token: str,
             if text:
                 sample.append(text)
         dictionary = TextsWriter.choose_dictionary(sample)
-    writer = TextsWriter(path, token, texts.context, dictionary)
-    file_dates = snapshot.file_dates
-    for index, path_of in enumerate(paths):
-        if not present[index]:
-            writer.add(NO_TEXT, 0)
-            continue
-        record = snapshot.files[path_of][1]
-        facts, history = file_dates.get(path_of), record.history
-        packed_text = NO_TEXT
-        if history is None or tuple(history) == tuple(facts or ()):
-            row = record.cache_row
-            if old is not None and row is not None:
-                packed_text = row[0].kept_packed_text(row[1], old, facts)
-            if not packed_text:
-                text = made.pop(index) if index in made else _made(maker, record, failed)
-                if text:
-                    packed_text = writer.pack(text)
-        writer.add(packed_text, record_texts.checksum(packed[ends[index - 1] if index else 0:ends[index]]))
-    writer.finish()
+    with TextsWriter(path, token, texts.context, dictionary) as writer:
+        file_dates = snapshot.file_dates
+        for index, path_of in enumerate(paths):
+            if not present[index]:
+                writer.add(None, 0)
+                continue
+            record = snapshot.files[path_of][1]
+            facts, history = file_dates.get(path_of), record.history
+            packed_text = None
+            if history is None or tuple(history) == tuple(facts or ()):
+                row = record.cache_row
+                if old is not None and row is not None:
+                    packed_text = row[0].kept_packed_text(row[1], old, facts)
+                if packed_text is None:
+                    text = made.pop(index) if index in made else _made(maker, record, failed)
+                    if text:
+                        packed_text = writer.pack(text)
+            writer.add(packed_text, record_texts.checksum(packed[ends[index - 1] if index else 0:ends[index]]))
+        writer.finish()
     if len(failed) > 1:
         log.warning("no text of %d more records for the records cache", len(failed) - 1)
 
