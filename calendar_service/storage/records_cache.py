@@ -392,6 +392,8 @@ def _write_texts(snapshot: Snapshot, files: dict, texts, path: Path, token: str,
                         packed_text = writer.pack(text)
             writer.add(packed_text, record_texts.checksum(packed[ends[index - 1] if index else 0:ends[index]]))
         writer.finish()
+    if old is not None:
+        old.forget_pages()
     if len(failed) > 1:
         log.warning("no text of %d more records for the records cache", len(failed) - 1)
 
