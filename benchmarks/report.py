@@ -57,7 +57,7 @@ def _one_off_lines(b: dict, s: dict) -> list[str]:
         _one("snapshot load (Catalog.current, parse every file)", b["snapshot_s"]),
     ]
     if b.get("records_cache_s") is not None:
-        lines.append(_one("  writing the records cache (background at first start)", b["records_cache_s"]))
+        lines.append(_one("  writing the records cache and its texts (background)", b["records_cache_s"]))
     lines += [_one("full reindex (SearchIndex.rebuild_now)", b["reindex_s"]),
               _one("  reindex throughput (events/s)", b["reindex_docs_per_s"], unit="")]
     if s:
