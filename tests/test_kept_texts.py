@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import subprocess
 import threading
 import time
 from array import array
@@ -244,21 +243,6 @@ def test_a_start_from_a_cache_without_texts_writes_them_once_the_branch_is_quiet
     time.sleep(1)   # quiet again: written once, not again
     assert pickle.loads(cache.read_bytes())["texts_token"] == token
     assert _lists(make_app()) == _lists(app)
-
-
-def test_a_cache_write_removes_the_texts_that_ended_writers_left(paths, make_app, factory, small_cache):
-    for _ in range(3):
-        factory.event()
-    index_dir = paths["index_dir"]
-    remove_index(index_dir)
-    index_dir.mkdir(parents=True)
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    left = index_dir / f"records.cache.texts.{ended.pid}.140000000000000.tmp"
-    left.write_bytes(b"partial")
-    make_app()
-    _wait_for_cache()
-    assert record_texts.texts_path(index_dir / "records.cache").is_file() and not left.exists()
 
 
 def test_the_context_of_kept_texts_covers_the_code_presenting_runs():

@@ -385,14 +385,15 @@ def test_a_cache_write_removes_what_ended_writers_left_and_leaves_nothing_when_i
     running = subprocess.Popen(["sleep", "60"])
     try:
         left = index_dir / f"records.cache.{ended.pid}.140000000000000.tmp"
+        left_texts = index_dir / f"records.cache.texts.{ended.pid}.140000000000002.tmp"   # (its texts' writer)
         live = index_dir / f"records.cache.{running.pid}.140000000000001.tmp"
         other = index_dir / "records.cache.notes.tmp"   # not a writer's name: not touched
-        for path in (left, live, other):
+        for path in (left, left_texts, live, other):
             path.write_bytes(b"partial")
         make_app()   # a start without a cache writes one
         _wait_for_cache()
         assert (index_dir / "records.cache").is_file()
-        assert not left.exists() and live.exists() and other.exists()
+        assert not left.exists() and not left_texts.exists() and live.exists() and other.exists()
 
         # a write that fails (its target is a folder: the rename is refused) leaves no file of its own
         from calendar_service.storage.records_cache import RecordsCacheFile
