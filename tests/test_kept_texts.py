@@ -197,6 +197,25 @@ def test_a_kept_text_is_not_used_for_another_site_record_or_cache(paths, make_ap
     assert "Only in the texts" not in _titles(_lists(make_app()))
 
 
+def test_an_event_shows_what_its_venue_and_terms_are_now_not_when_the_texts_were_kept(paths, make_app, factory,
+                                                                                     repo, small_cache):
+    """The holes of a kept text are filled with the embedded records of the commit served: an
+    editor's change to a venue, and a new event in a category (its count), show in the events
+    whose own texts were kept before."""
+    made = _calendar(factory, repo)
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    close_app(make_app())
+    _wait_for_cache()
+    hall_path = repo.path_at(made["hall"]["slug"], folder="venues")
+    repo.commit_file(hall_path, repo("show", f"HEAD:{hall_path}").replace("Marked Hall", "Renamed Hall"))
+    factory.event(categories=[made["marked"]["categories"][0]["id"]])
+    answers = _lists(make_app())
+    assert "Renamed Hall" in _titles(answers) and "Marked Hall" not in _titles(answers)
+    record_texts.texts_path(index_dir / "records.cache").unlink()
+    assert _lists(make_app()) == answers
+
+
 def test_an_author_taken_from_git_history_follows_the_accounts_file(paths, make_app, factory, repo, small_cache):
     _calendar(factory, repo)
     index_dir = paths["index_dir"]
