@@ -299,3 +299,6 @@ def test_a_texts_write_that_does_not_finish_leaves_nothing_and_a_finished_one_re
     assert kept.text_at(3, 10) is None                         # a text that is not the one written
     assert kept.text_at(0, 8) is None                          # another record's checksum
     assert record_texts.RecordTexts.open(path, "another") is None   # another cache's texts
+    nested = b"[" * 100_000 + b"]" * 100_000   # a header no writer writes, nested past the parser's depth
+    path.write_bytes(record_texts.MAGIC + nested + len(nested).to_bytes(8, "little"))
+    assert record_texts.RecordTexts.open(path, "token") is None

@@ -92,7 +92,7 @@ class RecordTexts:
             return cls(token, context, dictionary, ends, sums, text_sums, data, mapped)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError) as exc:
+        except (OSError, ValueError, TypeError, RecursionError) as exc:   # (a header nested too deep)
             log.warning("ignoring the record texts %s (%s)", path, exc)
             return None
 
