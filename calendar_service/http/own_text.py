@@ -25,14 +25,16 @@ from pathlib import Path
 
 import orjson
 
+from calendar_service.domain.resources import EVENTS
 from calendar_service.http.json_text import RawJSON, to_json
-from calendar_service.http.urls import NEUTRAL_TOKEN, StandInText, neutral
+from calendar_service.http.urls import NEUTRAL_TOKEN, TOKEN, StandInText, neutral
 
 VERSION = 1
 HOLE = "\x01"   # JSON text never holds it unescaped
 HOLES = ("author", "categories", "tags", "venue", "organizer")   # in the order an event's keys come
 # the records kept whole (resource -> the presenter's method): their list text, as an event embeds it
 WHOLE = {"venues": "venue", "organizers": "organizer"}
+NEUTRAL_REMEMBERED = 100   # embedded texts spelled neutrally a presenter (one request) remembers
 # where the code deciding a kept text starts: it and every module of the package it imports count
 CODE_ROOTS = ("calendar_service.http.presenters", "calendar_service.http.own_text")
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -124,7 +126,6 @@ class OwnTexts:
 
     def maker(self, snapshot):
         """The function making the kept text of each record of ``snapshot`` (or None)."""
-        from calendar_service.domain.resources import EVENTS
         from calendar_service.http.presenters import Presenter
         from calendar_service.http.urls import STAND_IN
 
@@ -141,3 +142,57 @@ class OwnTexts:
                 return neutral(to_json(getattr(builder, method)(record)))
             return None
         return make
+
+
+class KeptTextPresenting:
+    """What a presenter (``http.presenters.Presenter``, a text builder) does with kept texts:
+    an event's list text filled from its own text, a venue's or organizer's list text taken
+    whole. Uses the presenter's links, embedded texts (``_embed``) and its ``_neutral`` dict."""
+
+    def kept_own_text(self, record) -> StandInText | None:
+        """A text builder's list text of event ``record`` from its own text kept with the records
+        cache, its author and the records it embeds for this caller put in; None
+        without one (the event is built)."""
+        own = record.kept_text(context(self.site_tz)) if record.resource is EVENTS else None
+        if own is None or not own.startswith(f'{{"id":{record.id},'):
+            return None
+        links = self.links(record)
+        embedded = [[self._neutral_embed(self.embedded_term, t) for t in links["categories"]],
+                    [self._neutral_embed(self.embedded_term, t) for t in links["tags"]],
+                    [self._neutral_embed(self.venue, v, False) for v in links["venue"]],
+                    [self._neutral_embed(self.organizer, o, False) for o in links["organizer"]]]
+        if None in embedded[0] or None in embedded[1] or None in embedded[2] or None in embedded[3]:
+            return None   # (a protected record: never here, as such an event is built per caller)
+        venues = embedded[2]
+        listed = ["[" + ",".join(found) + "]" for found in embedded]
+        if len(venues) == 1:
+            listed[2] = venues[0]
+        return filled(own, [neutral(to_json(str(record.data.get("author") or 0))), *listed])
+
+    def _neutral_embed(self, build, record, *args) -> str | None:
+        """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally; None when
+        it is not text (a protected record). Remembered per presenter only: kept beside the
+        embedded text for the commit, it took memo room from the presented texts."""
+        key = (build.__name__, record.resource.name, record.id, *args)
+        found = self._neutral.get(key)   # a page's events share venues and terms: asked here first
+        if found is not None and found[0] is record:
+            return found[1]
+        raw = self._embed(build, record, *args)
+        if type(raw) is not RawJSON:
+            return None
+        text = neutral(raw.text)
+        if len(self._neutral) >= NEUTRAL_REMEMBERED:
+            self._neutral.clear()
+        self._neutral[key] = (record, text)
+        return text
+
+    def _kept_embed(self, build, record, args: tuple) -> str | None:
+        """The list text of a venue or organizer kept with the records cache, with this
+        process's stand-ins; None for other texts, or without one."""
+        if args != (False,) or WHOLE.get(record.resource.name) != build.__name__ \
+                or "author" in (record.filled or ()):
+            return None   # (an author taken from git history depends on the accounts file)
+        kept = record.kept_text(context(self.site_tz))
+        if kept is None or not kept.startswith(f'{{"id":{record.id},'):
+            return None
+        return kept.replace(NEUTRAL_TOKEN, TOKEN)

@@ -12,7 +12,7 @@ from datetime import timezone
 from calendar_service.domain.faults import FAULTS
 from calendar_service.http import json_ld, occurrence_json, own_text
 from calendar_service.http.json_text import RawJSON, to_json
-from calendar_service.http.urls import NEUTRAL_TOKEN, STAND_IN, TOKEN, StandInText, Urls, neutral, with_urls
+from calendar_service.http.urls import STAND_IN, StandInText, Urls, with_urls
 from calendar_service.http.occurrence_json import event_times
 from calendar_service.http.series_json import recurrence_block
 from calendar_service.domain import dates, permissions, record_files
@@ -114,7 +114,7 @@ def _all_unlocked(record) -> bool:
     return True
 
 
-class Presenter:
+class Presenter(own_text.KeptTextPresenting):
     """Turns records of one snapshot into API objects.
 
     ``unlocked(record)`` says whether the caller may see a password-protected record in
@@ -320,54 +320,6 @@ class Presenter:
                 out, start, end, [self._embed(json_ld.venue_ld, v, self.urls) for v in self._shown(record, "venue")],
                 [self._embed(json_ld.organizer_ld, o, self.urls) for o in self._shown(record, "organizer")])
         return self._guard(record, out)
-
-    def kept_own_text(self, record: Record) -> StandInText | None:
-        """A text builder's list text of event ``record`` from its own text kept with the records
-        cache (``own_text``), its author and the records it embeds for this caller put in; None
-        without one (the event is built)."""
-        own = record.kept_text(own_text.context(self.site_tz)) if record.resource is EVENTS else None
-        if own is None or not own.startswith(f'{{"id":{record.id},'):
-            return None
-        links = self.links(record)
-        embedded = [[self._neutral_embed(self.embedded_term, t) for t in links["categories"]],
-                    [self._neutral_embed(self.embedded_term, t) for t in links["tags"]],
-                    [self._neutral_embed(self.venue, v, False) for v in links["venue"]],
-                    [self._neutral_embed(self.organizer, o, False) for o in links["organizer"]]]
-        if None in embedded[0] or None in embedded[1] or None in embedded[2] or None in embedded[3]:
-            return None   # (a protected record: never here, as such an event is built per caller)
-        venues = embedded[2]
-        listed = ["[" + ",".join(found) + "]" for found in embedded]
-        if len(venues) == 1:
-            listed[2] = venues[0]
-        return own_text.filled(own, [neutral(to_json(str(record.data.get("author") or 0))), *listed])
-
-    def _neutral_embed(self, build, record: Record, *args) -> str | None:
-        """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally; None when
-        it is not text (a protected record). Remembered per presenter only: kept beside the
-        embedded text for the commit, it took memo room from the presented texts."""
-        key = (build.__name__, record.resource.name, record.id, *args)
-        found = self._neutral.get(key)   # a page's events share venues and terms: asked here first
-        if found is not None and found[0] is record:
-            return found[1]
-        raw = self._embed(build, record, *args)
-        if type(raw) is not RawJSON:
-            return None
-        text = neutral(raw.text)
-        if len(self._neutral) >= REFS_REMEMBERED:
-            self._neutral.clear()
-        self._neutral[key] = (record, text)
-        return text
-
-    def _kept_embed(self, build, record: Record, args: tuple) -> str | None:
-        """The list text of a venue or organizer kept with the records cache (``own_text``),
-        with this process's stand-ins; None for other texts, or without one."""
-        if args != (False,) or own_text.WHOLE.get(record.resource.name) != build.__name__ \
-                or "author" in (record.filled or ()):
-            return None   # (an author taken from git history depends on the accounts file)
-        kept = record.kept_text(own_text.context(self.site_tz))
-        if kept is None or not kept.startswith(f'{{"id":{record.id},'):
-            return None
-        return kept.replace(NEUTRAL_TOKEN, TOKEN)
 
     def _shown(self, record: Record, key: str) -> list[Record]:
         """The linked records of ``key`` whose own fields the caller may see."""
