@@ -1,4 +1,5 @@
-"""An event's own JSON text, made once per record and kept beside the records cache.
+"""Texts made once per record and kept beside the records cache: an event's own JSON text, and
+the list text of a venue or organizer.
 
 What a listed event shows is the same for every caller, host and commit, but for the records it
 embeds (its categories, tags, venues and organizers: their text changes with them, and the
@@ -6,15 +7,16 @@ caller decides which it may see) and its author (an account's id: the accounts f
 it). That *own text* (the event's list text with the stand-in URLs spelled neutrally,
 ``urls.neutral``, and a hole where each of those five values goes) is made by ``OwnTexts``
 whenever the catalog writes the records cache (``storage.record_texts``); a list page that
-presents an event for the first time fills the holes (``Presenter.kept_own_text``) instead of
-building the event, which was most of such a page's time.
+presents an event for the first time fills the holes (``KeptTextPresenting.kept_own_text``, a
+base of the presenter) instead of building the event, which was most of such a page's time, and
+embeds a venue or organizer presented for the first time as its kept text.
 
 A kept text is used only by code that would make the same one: its ``context`` names this
 module's version, a digest of the source of every module of the package that presenting imports
 (found by following its imports: an upgrade that changes any of them, even a comment, retires
 the kept texts, which the service then writes again), the JSON encoder's version and the site's
-time zone. Each text is checked when it is made: filled with the
-values it was cut from, it must give back the text it was cut from.
+time zone. Each event's text is checked when it is made: filled with the values it was cut
+from, it must give back the text it was cut from.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import orjson
 
 from calendar_service.domain.resources import EVENTS
 from calendar_service.http.json_text import RawJSON, to_json
-from calendar_service.http.urls import NEUTRAL_TOKEN, TOKEN, StandInText, neutral
+from calendar_service.http.urls import NEUTRAL_TOKEN, STAND_IN, TOKEN, StandInText, neutral
 
 VERSION = 1
 HOLE = "\x01"   # JSON text never holds it unescaped
@@ -126,8 +128,7 @@ class OwnTexts:
 
     def maker(self, snapshot):
         """The function making the kept text of each record of ``snapshot`` (or None)."""
-        from calendar_service.http.presenters import Presenter
-        from calendar_service.http.urls import STAND_IN
+        from calendar_service.http.presenters import Presenter   # (which imports this module)
 
         builder = Presenter(snapshot, STAND_IN, self.site_tz).text_builder()
 
