@@ -26,7 +26,7 @@ from calendar_service.storage import records_cache
 from conftest import Client, remove_index, set_cached
 
 PINNED_FORMAT = 14
-PINNED_DIGEST = '9cffedeb26e9991c06dd9eac28122be45156d521f73a0c99c4d8be59475bb9a8'
+PINNED_DIGEST = '30b76dcd8df45ac4c745fe17b46da4e12ca3ab181855a7cb72be867cb432462e'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

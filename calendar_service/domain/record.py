@@ -90,8 +90,7 @@ class Record:
         packed = self._packed
         if type(packed) is not int:
             return None
-        facts = self._facts
-        return self._source.text_at(packed, facts if type(facts) is int else self.history, context)
+        return self._source.text_at(packed, self._facts, context)
 
     def _unpack(self) -> dict:
         data, filled = self._source.unpack(self)

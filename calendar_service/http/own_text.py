@@ -36,7 +36,6 @@ HOLE = "\x01"   # JSON text never holds it unescaped
 HOLES = ("author", "categories", "tags", "venue", "organizer")   # in the order an event's keys come
 # the records kept whole (resource -> the presenter's method): their list text, as an event embeds it
 WHOLE = {"venues": "venue", "organizers": "organizer"}
-NEUTRAL_REMEMBERED = 100   # embedded texts spelled neutrally a presenter (one request) remembers
 # where the code deciding a kept text starts: it and every module of the package it imports count
 CODE_ROOTS = ("calendar_service.http.presenters", "calendar_service.http.own_text")
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -148,14 +147,14 @@ class OwnTexts:
 class KeptTextPresenting:
     """What a presenter (``http.presenters.Presenter``, a text builder) does with kept texts:
     an event's list text filled from its own text, a venue's or organizer's list text taken
-    whole. Uses the presenter's links, embedded texts (``_embed``) and its ``_neutral`` dict."""
+    whole. Uses the presenter's links and embedded texts (``_embed``)."""
 
     def kept_own_text(self, record) -> StandInText | None:
         """A text builder's list text of event ``record`` from its own text kept with the records
         cache, its author and the records it embeds for this caller put in; None
         without one (the event is built)."""
-        own = record.kept_text(context(self.site_tz)) if record.resource is EVENTS else None
-        if own is None or not own.startswith(f'{{"id":{record.id},'):
+        own = self._kept(record) if record.resource is EVENTS else None
+        if own is None:
             return None
         links = self.links(record)
         embedded = [[self._neutral_embed(self.embedded_term, t) for t in links["categories"]],
@@ -172,20 +171,15 @@ class KeptTextPresenting:
 
     def _neutral_embed(self, build, record, *args) -> str | None:
         """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally; None when
-        it is not text (a protected record). Remembered per presenter only: kept beside the
-        embedded text for the commit, it took memo room from the presented texts."""
-        key = (build.__name__, record.resource.name, record.id, *args)
-        found = self._neutral.get(key)   # a page's events share venues and terms: asked here first
-        if found is not None and found[0] is record:
-            return found[1]
+        it is not text (a protected record). Spelled per use (~0.3 us): kept beside the embedded
+        text for the commit, it took memo room from the presented texts."""
         raw = self._embed(build, record, *args)
-        if type(raw) is not RawJSON:
-            return None
-        text = neutral(raw.text)
-        if len(self._neutral) >= NEUTRAL_REMEMBERED:
-            self._neutral.clear()
-        self._neutral[key] = (record, text)
-        return text
+        return neutral(raw.text) if type(raw) is RawJSON else None
+
+    def _kept(self, record) -> str | None:
+        """``record``'s kept text for this presenter's site, when it is one of that record."""
+        kept = record.kept_text(context(self.site_tz))
+        return kept if kept is not None and kept.startswith(f'{{"id":{record.id},') else None
 
     def _kept_embed(self, build, record, args: tuple) -> str | None:
         """The list text of a venue or organizer kept with the records cache, with this
@@ -193,7 +187,5 @@ class KeptTextPresenting:
         if args != (False,) or WHOLE.get(record.resource.name) != build.__name__ \
                 or "author" in (record.filled or ()):
             return None   # (an author taken from git history depends on the accounts file)
-        kept = record.kept_text(context(self.site_tz))
-        if kept is None or not kept.startswith(f'{{"id":{record.id},'):
-            return None
-        return kept.replace(NEUTRAL_TOKEN, TOKEN)
+        kept = self._kept(record)
+        return kept.replace(NEUTRAL_TOKEN, TOKEN) if kept is not None else None

@@ -136,7 +136,6 @@ class Presenter(own_text.KeptTextPresenting):
         # commit (``_embed``): only where the event's text is all that is wanted (``_lasting_entry``)
         self.embed_text = False
         self._embedded: dict = {}   # ``_embed``'s key -> (the record, its text) for this presenter's caller
-        self._neutral: dict = {}    # ``_neutral_embed``'s alike
         self._builder: Presenter | None = None
 
     def refs(self, record: Record, key: str) -> list[Record]:
@@ -164,7 +163,7 @@ class Presenter(own_text.KeptTextPresenting):
         builder = self._builder
         if builder is None:
             builder = self._builder = Presenter(self.snapshot, STAND_IN, self.site_tz, self.unlocked, self.user)
-            builder._refs, builder._embedded, builder._neutral = self._refs, self._embedded, self._neutral
+            builder._refs, builder._embedded = self._refs, self._embedded
             builder.embed_text = True
         return builder
 

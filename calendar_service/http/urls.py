@@ -120,7 +120,7 @@ class StandInText:
                         pieces.append(piece[1:])
         self.pieces = tuple(pieces)
         self.kinds = tuple(kinds)
-        self.weight = len(text) + (len(TOKEN) - len(token)) * len(kinds) + PIECE_BYTES * len(pieces)
+        self.weight = len(text) + PIECE_BYTES * len(pieces)
 
     def __len__(self) -> int:
         """What the text weighs in a memo (its characters and its pieces)."""

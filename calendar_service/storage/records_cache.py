@@ -137,7 +137,8 @@ class PackedColumn:
 
     def text_at(self, index: int, facts, context: str) -> str | None:
         """The text a maker of ``context`` made of row ``index``'s record, when the record still
-        has the file dates it was made with (``facts``: its row, or dates set since), or None."""
+        has the file dates it was made with (``facts``: the record's ``_facts``, its row or dates
+        set since), or None."""
         texts = self.texts
         if texts is None or texts.context != context or (facts != index and facts != self._row_facts(index)):
             return None
