@@ -17,6 +17,7 @@ from array import array
 import pytest
 
 from calendar_service.auth.accounts import Accounts
+from calendar_service.domain.resources import EVENTS
 from calendar_service.http.app import close_app
 from calendar_service.storage import record_texts
 from conftest import Client, remove_index, set_cached
@@ -195,6 +196,35 @@ def test_a_kept_text_is_not_used_for_another_site_record_or_cache(paths, make_ap
     texts.write_bytes(marked)
     assert pickle.loads(cache.read_bytes())["texts_token"] is None
     assert "Only in the texts" not in _titles(_lists(make_app()))
+
+
+def test_a_list_page_reads_an_event_from_its_kept_text_without_unpacking_it(paths, make_app, factory, repo,
+                                                                           small_cache):
+    """What a list page reads of an event's data (its links, password, lineage, an author its file
+    names) comes with its kept text: the page never unpacks the event, and the facts kept are the
+    ones used (a venue only the kept facts name shows)."""
+    made = _calendar(factory, repo)
+    club = factory.venue(venue="Club only in the facts")
+    index_dir = paths["index_dir"]
+    remove_index(index_dir)
+    close_app(make_app())
+    _wait_for_cache()
+    hall = made["hall"]["slug"]
+
+    def other_venue(path, text):
+        facts, newline, own = text.partition("\n")
+        if not newline or f'"title":"Marked Event"' not in own:
+            return text
+        assert f'"venue":["{hall}"]' in facts and '"author":' in facts   # (an author its file names)
+        return facts.replace(f'"venue":["{hall}"]', f'"venue":["{club["slug"]}"]') + newline + own
+    assert _rewrite_texts(index_dir, other_venue) == 1
+    app = make_app()
+    answers = _lists(app)
+    marked = [e for body in answers.values() if "events" in body for e in body["events"] if e["title"] == "Marked Event"]
+    assert marked and all(e["venue"]["venue"] == "Club only in the facts" for e in marked)
+    snapshot = app.extensions["calendar"].snapshot()
+    listed = [r for r in snapshot.all(EVENTS) if r.id != 900]   # (its author follows the accounts file)
+    assert listed and not any(r.unpacked for r in listed)
 
 
 def test_an_event_shows_what_its_venue_and_terms_are_now_not_when_the_texts_were_kept(paths, make_app, factory,

@@ -25,8 +25,8 @@ from calendar_service.storage import records_cache
 
 from conftest import Client, remove_index, set_cached
 
-PINNED_FORMAT = 14
-PINNED_DIGEST = '30b76dcd8df45ac4c745fe17b46da4e12ca3ab181855a7cb72be867cb432462e'
+PINNED_FORMAT = 15
+PINNED_DIGEST = 'e0dc68968e2863a4c8b67a6aaecaf6ef2abb96ae1708234efe5193ca04303599'
 
 PACKAGE = Path(calendar_service.__file__).parent
 # what parsing a file and deriving a snapshot runs: these modules and everything they import

@@ -59,6 +59,11 @@ class Record:
         return data
 
     @property
+    def unpacked(self) -> bool:
+        """Whether ``data`` is at hand (made, or never packed): asking for it costs nothing."""
+        return self._data is not None or self._packed is None
+
+    @property
     def filled(self) -> dict | None:
         """Keys whose values came from git history, not from the file: key -> the file's value
         (None: absent)."""

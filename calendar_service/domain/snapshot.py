@@ -532,9 +532,13 @@ class Snapshot:
 
     def refs(self, event: Record, key: str) -> list[Record]:
         """The records an event's ``key`` (categories, tags, venue, organizer) points at, in order."""
+        return self.refs_written(key, event.data.get(key))
+
+    def refs_written(self, key: str, written) -> list[Record]:
+        """The records the value ``written`` of an event's ``key`` points at, in order, once each."""
         target = EVENT_REFERENCES[key]
         found, seen = [], set()
-        for ref in event.data.get(key) or []:
+        for ref in written or []:
             record = self.resolve(target, ref)
             if record is not None and record.id not in seen:
                 seen.add(record.id)

@@ -9,7 +9,9 @@ it). That *own text* (the event's list text with the stand-in URLs spelled neutr
 whenever the catalog writes the records cache (``storage.record_texts``); a list page that
 presents an event for the first time fills the holes (``KeptTextPresenting.kept_own_text``, a
 base of the presenter) instead of building the event, which was most of such a page's time, and
-embeds a venue or organizer presented for the first time as its kept text.
+embeds a venue or organizer presented for the first time as its kept text. An event's kept text
+starts with a line of its *facts*, what such a page reads of its data besides (its links,
+password, stored lineage and an author its file names): the page never unpacks the event.
 
 A kept text is used only by code that would make the same one: its ``context`` names this
 module's version, a digest of the source of every module of the package that presenting imports
@@ -31,7 +33,10 @@ from calendar_service.domain.resources import EVENTS
 from calendar_service.http.json_text import RawJSON, to_json
 from calendar_service.http.urls import NEUTRAL_TOKEN, STAND_IN, TOKEN, StandInText, neutral
 
-VERSION = 1
+VERSION = 2
+# what a list page reads of an event's data besides its own text (``KeptTextPresenting.written``)
+FACT_KEYS = ("venue", "organizer", "categories", "tags", "global_id_lineage", "password")
+KEPT_EVENTS_REMEMBERED = 100   # events a presenter remembers the kept text of (a page's worth is enough)
 HOLE = "\x01"   # JSON text never holds it unescaped
 HOLES = ("author", "categories", "tags", "venue", "organizer")   # in the order an event's keys come
 # the records kept whole (resource -> the presenter's method): their list text, as an event embeds it
@@ -106,6 +111,20 @@ def cut(built: dict) -> str | None:
     return neutral(HOLE.join(parts))
 
 
+def _with_facts(record, own: str) -> str | None:
+    """An event's kept text: what a list page reads of its data (``FACT_KEYS``, and its author
+    when the file names it) as JSON on the first line, its own text after; None when a value
+    would not come back from JSON as it is."""
+    data = record.data
+    written = {key: data.get(key) for key in FACT_KEYS}
+    if record.file_data().get("author"):   # else git history's, which follows the accounts file: read per use
+        written["author"] = data["author"]
+    facts = to_json({"id": record.id, "written": written})
+    if orjson.loads(facts)["written"] != written or "\n" in facts:
+        return None
+    return facts + "\n" + own
+
+
 def filled(own: str, values: list[str]) -> StandInText | None:
     """The presented text of a kept ``own`` text with ``values`` (JSON text, stand-in URLs
     spelled neutrally) in its holes, in the order of ``HOLES``; None when ``own`` has other holes."""
@@ -136,7 +155,8 @@ class OwnTexts:
             if data.get("password"):
                 return None
             if record.resource is EVENTS:
-                return None if data.get("recurrence") else cut(builder.event(record))
+                own = None if data.get("recurrence") else cut(builder.event(record))
+                return None if own is None else _with_facts(record, own)
             method = WHOLE.get(record.resource.name)
             if method is not None and "author" not in (record.filled or ()):   # (see ``Presenter._kept_embed``)
                 return neutral(to_json(getattr(builder, method)(record)))
@@ -153,8 +173,8 @@ class KeptTextPresenting:
         """A text builder's list text of event ``record`` from its own text kept with the records
         cache, its author and the records it embeds for this caller put in; None
         without one (the event is built)."""
-        own = self._kept(record) if record.resource is EVENTS else None
-        if own is None:
+        kept = self.kept_event(record) if record.resource is EVENTS else None
+        if kept is None:
             return None
         links = self.links(record)
         embedded = [[self._neutral_embed(self.embedded_term, t) for t in links["categories"]],
@@ -167,7 +187,36 @@ class KeptTextPresenting:
         listed = ["[" + ",".join(found) + "]" for found in embedded]
         if len(venues) == 1:
             listed[2] = venues[0]
-        return filled(own, [neutral(to_json(str(record.data.get("author") or 0))), *listed])
+        written = self.written(record)
+        author = written["author"] if "author" in written else record.data.get("author")
+        return filled(kept[1], [neutral(to_json(str(author or 0))), *listed])
+
+    def kept_event(self, record) -> tuple[dict, str] | None:
+        """(facts, own text) of event ``record`` kept with the records cache for this site, or
+        None; remembered by the presenter (and its text builder) for the record."""
+        found = self._kept_events.get(id(record))
+        if found is not None and found[0] is record:
+            return found[1]
+        kept = None
+        text = self._kept(record)
+        if text is not None:
+            head, newline, own = text.partition("\n")
+            if newline:
+                kept = orjson.loads(head)["written"], own
+        if len(self._kept_events) >= KEPT_EVENTS_REMEMBERED:
+            self._kept_events.clear()
+        self._kept_events[id(record)] = (record, kept)
+        return kept
+
+    def written(self, record) -> dict:
+        """What a list page reads of ``record``'s data (``FACT_KEYS``, and its author when its
+        file names it): the event's kept facts when ``kept_event`` found them and its data is not
+        at hand (a list page presenting it for the first time then never unpacks it), else its data."""
+        if not record.unpacked:
+            found = self._kept_events.get(id(record))
+            if found is not None and found[0] is record and found[1] is not None:
+                return found[1][0]
+        return record.data
 
     def _neutral_embed(self, build, record, *args) -> str | None:
         """``_embed(build, record, *args)``'s text with the stand-ins spelled neutrally; None when

@@ -41,7 +41,7 @@ def _shows_stored_lineage(presenter: "Presenter", record: Record) -> bool:
     """Whether the presented ``record`` may hold a global_id_lineage beyond its own global_id:
     it or a venue or organizer it embeds has one stored (terms have no global id). Read from
     the records: scanning the text took as long as building an event's dates."""
-    if record.data.get("global_id_lineage"):
+    if presenter.written(record).get("global_id_lineage"):
         return True
     if record.resource is not EVENTS:
         return False
@@ -136,6 +136,7 @@ class Presenter(own_text.KeptTextPresenting):
         # commit (``_embed``): only where the event's text is all that is wanted (``_lasting_entry``)
         self.embed_text = False
         self._embedded: dict = {}   # ``_embed``'s key -> (the record, its text) for this presenter's caller
+        self._kept_events: dict = {}   # id of an event -> (the event, its kept facts and own text or None)
         self._builder: Presenter | None = None
 
     def refs(self, record: Record, key: str) -> list[Record]:
@@ -149,8 +150,8 @@ class Presenter(own_text.KeptTextPresenting):
         found = self._refs.get(id(record))
         if found is not None and found[0] is record:
             return found[1]
-        user, resolve = self.user, self.snapshot.refs
-        links = {key: [r for r in resolve(record, key) if permissions.can_use(user, r)] for key in LINK_KEYS}
+        user, resolve, written = self.user, self.snapshot.refs_written, self.written(record)
+        links = {key: [r for r in resolve(key, written.get(key)) if permissions.can_use(user, r)] for key in LINK_KEYS}
         if len(self._refs) >= REFS_REMEMBERED:   # a feed presents thousands of events: a page's worth is enough
             self._refs.clear()
         self._refs[id(record)] = (record, links)
@@ -163,7 +164,7 @@ class Presenter(own_text.KeptTextPresenting):
         builder = self._builder
         if builder is None:
             builder = self._builder = Presenter(self.snapshot, STAND_IN, self.site_tz, self.unlocked, self.user)
-            builder._refs, builder._embedded = self._refs, self._embedded
+            builder._refs, builder._embedded, builder._kept_events = self._refs, self._embedded, self._kept_events
             builder.embed_text = True
         return builder
 
@@ -232,6 +233,8 @@ class Presenter(own_text.KeptTextPresenting):
         entry = self.snapshot.memo.get(key, False)
         if entry is False:
             entry = None
+            if not single and key[-1] is None and record.resource is EVENTS and not record.unpacked:
+                self.kept_event(record)   # its facts then answer what follows without unpacking it
             if not self.involves_password(record):
                 entry = _lasting_entry(self, key, record, single)
             self.snapshot.memo.put(key, entry, len(entry[0]) if entry else 0)
@@ -258,7 +261,7 @@ class Presenter(own_text.KeptTextPresenting):
     def involves_password(self, record: Record) -> bool:
         """Whether ``record`` or a record it embeds is password-protected (what it shows then
         depends on the caller's password)."""
-        if record.data.get("password"):
+        if self.written(record).get("password"):
             return True
         if record.resource is EVENTS and self.snapshot.any_protected_link():
             return any(r.data.get("password") for key in ("venue", "organizer") for r in self.refs(record, key))
