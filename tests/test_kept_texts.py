@@ -213,7 +213,7 @@ def test_a_list_page_reads_an_event_from_its_kept_text_without_unpacking_it(path
 
     def other_venue(path, text):
         facts, newline, own = text.partition("\n")
-        if not newline or f'"title":"Marked Event"' not in own:
+        if not newline or '"title":"Marked Event"' not in own:
             return text
         assert f'"venue":["{hall}"]' in facts and '"author":' in facts   # (an author its file names)
         return facts.replace(f'"venue":["{hall}"]', f'"venue":["{club["slug"]}"]') + newline + own

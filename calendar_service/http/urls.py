@@ -63,8 +63,8 @@ STAND_IN = _StandIns(rest_base=TOKEN + _KIND_LETTERS[1], site=TOKEN + _KIND_LETT
 _STAND_INS = (STAND_IN.site, STAND_IN.rest_base, STAND_IN.host_path)
 # the token as tags spell it: the same in every process, and a character JSON text never holds
 # unescaped (so no content hashes like a stand-in)
-_NEUTRAL = NEUTRAL_TOKEN = "\x00"
-_NEUTRAL_VALUES = tuple(_NEUTRAL + letter for letter in _KIND_LETTERS)
+NEUTRAL_TOKEN = "\x00"
+_NEUTRAL_VALUES = tuple(NEUTRAL_TOKEN + letter for letter in _KIND_LETTERS)
 
 
 def text_with_urls(text: str, urls: Urls) -> str:
@@ -151,7 +151,7 @@ class StandInText:
 def neutral(text: str) -> str:
     """Stand-in text as an ETag hashes it: the process's token spelled out the same everywhere,
     so a tag holds on every host, worker and replica (and costs one replacement, not three)."""
-    return text.replace(TOKEN, _NEUTRAL)
+    return text.replace(TOKEN, NEUTRAL_TOKEN)
 
 
 def with_urls(obj, urls: Urls):
